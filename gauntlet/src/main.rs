@@ -1,0 +1,42 @@
+//! The `gauntlet` command line: check histories, build broker images, run scenarios.
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+
+#[derive(Debug, Parser)]
+#[command(name = "gauntlet", version, about = "Chaos tests and history checks for message brokers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a recorded history (JSON Lines) and print the verdict.
+    Check(cmd::check::CheckArgs),
+    /// Build local broker images from Debian packages (no registry needed).
+    #[command(subcommand)]
+    Images(cmd::images::ImagesCmd),
+    /// Remove containers and networks that crashed runs left behind (labelled ones only).
+    Clean,
+}
+
+/// Exit status for errors, as in the history contract: 0 valid, 1 invalid, 2 unknown, 3+ errors.
+const EXIT_ERROR: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(args),
+        Command::Images(c) => cmd::images::run(c),
+        Command::Clean => cmd::clean::run(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_ERROR)),
+        Err(err) => {
+            eprintln!("gauntlet: error: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

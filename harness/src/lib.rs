@@ -1,0 +1,1 @@
+//! Harness: deployments (containers, clusters), node control, run orchestration, final heal and drain.
