@@ -1,1 +1,18 @@
-//! history
+//! Gauntlet's history: the op model of the v1 contract (`docs/history-format.md`),
+//! a fast streaming JSON Lines reader that checks the contract line by line,
+//! the compact in-memory form the checkers read, and the writer the recorder uses.
+//!
+//! Reading never keeps whole ops: [`read_path`] pairs each completion with its
+//! invoke as it goes and keeps a few dozen bytes per message (see [`model`]).
+pub mod error;
+pub mod json;
+pub mod model;
+pub mod op;
+pub mod reader;
+pub mod writer;
+
+pub use error::{HistoryError, Problem};
+pub use model::{Delivery, History, Outcome, Poll, Send, NONE, NO_OFFSET, NO_OP};
+pub use op::{parse_op, Msg, Op, OpType, Process, Value, F};
+pub use reader::{read, read_bytes, read_path};
+pub use writer::{Actor, Event, HistoryWriter};

@@ -1,0 +1,484 @@
+//! A small, strict, zero-copy JSON scanner for one history line.
+//!
+//! Why not serde: a history is read once, line by line, into a compact model,
+//! and the reader is the hot path of `gauntlet check` (millions of lines). A
+//! scanner that knows the shape it wants reads the fields it needs straight
+//! into typed values and skips the rest, validating everything it passes over.
+//! It never recurses deeper than [`MAX_DEPTH`] and never allocates except to
+//! unescape a string that has escapes.
+use std::borrow::Cow;
+
+/// Nesting deeper than this is rejected (keeps a hostile line from overflowing the stack).
+pub const MAX_DEPTH: usize = 64;
+
+/// A scanning error: byte offset in the line and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    pub offset: usize,
+    pub what: String,
+}
+
+pub type JResult<T> = Result<T, JsonError>;
+
+/// The type of the next value, judged by its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    Bool,
+    Null,
+}
+
+pub struct Scanner<'a> {
+    b: &'a [u8],
+    pub i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        Scanner { b, i: 0 }
+    }
+
+    pub fn err<T>(&self, what: impl Into<String>) -> JResult<T> {
+        Err(JsonError {
+            offset: self.i,
+            what: what.into(),
+        })
+    }
+
+    #[inline]
+    pub fn ws(&mut self) {
+        while let Some(&c) = self.b.get(self.i) {
+            if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    /// After the top-level value: only white space may follow.
+    pub fn end(&mut self) -> JResult<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => self.err("trailing characters after the JSON value"),
+        }
+    }
+
+    pub fn kind(&mut self) -> JResult<Kind> {
+        match self.peek() {
+            Some(b'{') => Ok(Kind::Object),
+            Some(b'[') => Ok(Kind::Array),
+            Some(b'"') => Ok(Kind::String),
+            Some(b'-' | b'0'..=b'9') => Ok(Kind::Number),
+            Some(b't' | b'f') => Ok(Kind::Bool),
+            Some(b'n') => Ok(Kind::Null),
+            Some(c) => self.err(format!("unexpected character {:?}", c as char)),
+            None => self.err("unexpected end of line"),
+        }
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> JResult<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.err(format!("expected '{}'", c as char))
+        }
+    }
+
+    /// Starts an object; call [`Scanner::next_key`] until it returns `None`.
+    pub fn begin_object(&mut self) -> JResult<()> {
+        self.eat(b'{')
+    }
+
+    /// The next key of an object (having consumed the `:`), or `None` at `}`.
+    /// `first` tells whether this is the first key (no comma before it).
+    pub fn next_key(&mut self, first: &mut bool) -> JResult<Option<Cow<'a, str>>> {
+        match self.peek() {
+            Some(b'}') => {
+                self.i += 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => {
+                self.i += 1;
+            }
+            Some(_) if *first => {}
+            _ => return self.err("expected ',' or '}'"),
+        }
+        *first = false;
+        if self.peek() != Some(b'"') {
+            return self.err("expected a string key");
+        }
+        let k = self.string()?;
+        self.eat(b':')?;
+        Ok(Some(k))
+    }
+
+    pub fn begin_array(&mut self) -> JResult<()> {
+        self.eat(b'[')
+    }
+
+    /// Whether the array has another element (consuming the `,` or `]`).
+    pub fn next_elem(&mut self, first: &mut bool) -> JResult<bool> {
+        match self.peek() {
+            Some(b']') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(b',') if !*first => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(_) if *first => {
+                *first = false;
+                Ok(true)
+            }
+            _ => self.err("expected ',' or ']'"),
+        }
+    }
+
+    /// A string value, borrowed when it has no escapes.
+    pub fn string(&mut self) -> JResult<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let rest = &self.b[start..];
+        let Some(pos) = memchr::memchr2(b'"', b'\\', rest) else {
+            self.i = self.b.len();
+            return self.err("unterminated string");
+        };
+        if rest[pos] == b'"' && !rest[..pos].iter().any(|&c| c < 0x20) {
+            let s = &rest[..pos];
+            self.i = start + pos + 1;
+            return match std::str::from_utf8(s) {
+                Ok(s) => Ok(Cow::Borrowed(s)),
+                Err(_) => {
+                    self.i = start;
+                    self.err("string is not valid UTF-8")
+                }
+            };
+        }
+        self.i = start;
+        self.string_slow().map(Cow::Owned)
+    }
+
+    fn string_slow(&mut self) -> JResult<String> {
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let Some(&c) = self.b.get(self.i) else {
+                return self.err("unterminated string");
+            };
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let Some(&e) = self.b.get(self.i) else {
+                        return self.err("unterminated escape");
+                    };
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let ch = if (0xD800..0xDC00).contains(&hi) {
+                                if self.b.get(self.i) != Some(&b'\\')
+                                    || self.b.get(self.i + 1) != Some(&b'u')
+                                {
+                                    return self.err("lone surrogate in \\u escape");
+                                }
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return self.err("bad low surrogate in \\u escape");
+                                }
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            } else if (0xDC00..0xE000).contains(&hi) {
+                                return self.err("lone surrogate in \\u escape");
+                            } else {
+                                hi
+                            };
+                            let Some(ch) = char::from_u32(ch) else {
+                                return self.err("bad \\u escape");
+                            };
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                        }
+                        _ => {
+                            self.i -= 1;
+                            return self.err("bad escape");
+                        }
+                    }
+                }
+                c if c < 0x20 => {
+                    self.i -= 1;
+                    return self.err("control character in string");
+                }
+                c => out.push(c),
+            }
+        }
+        String::from_utf8(out).or_else(|_| self.err("string is not valid UTF-8"))
+    }
+
+    fn hex4(&mut self) -> JResult<u32> {
+        let Some(h) = self.b.get(self.i..self.i + 4) else {
+            return self.err("short \\u escape");
+        };
+        let mut v = 0u32;
+        for &c in h {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return self.err("bad hex digit in \\u escape"),
+            };
+            v = v * 16 + u32::from(d);
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    /// Validates a JSON number and returns its text.
+    fn number_text(&mut self) -> JResult<&'a str> {
+        self.ws();
+        let start = self.i;
+        let b = self.b;
+        let mut i = self.i;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => {
+                i += 1;
+                if matches!(b.get(i), Some(b'0'..=b'9')) {
+                    self.i = i;
+                    return self.err("bad number: leading zero");
+                }
+            }
+            Some(b'1'..=b'9') => {
+                while matches!(b.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+            }
+            _ => {
+                self.i = i;
+                return self.err("bad number");
+            }
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !matches!(b.get(i), Some(b'0'..=b'9')) {
+                self.i = i;
+                return self.err("bad number");
+            }
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !matches!(b.get(i), Some(b'0'..=b'9')) {
+                self.i = i;
+                return self.err("bad number");
+            }
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        self.i = i;
+        // Only ASCII bytes were accepted above.
+        std::str::from_utf8(&b[start..i]).or_else(|_| self.err("bad number"))
+    }
+
+    /// An integer that fits in i64. Fractions and exponents are refused.
+    #[inline]
+    pub fn i64(&mut self) -> Result<i64, IntError> {
+        self.ws();
+        // Fast path: plain digits.
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let neg = b.get(i) == Some(&b'-');
+        if neg {
+            i += 1;
+        }
+        let digits_start = i;
+        let mut v: i64 = 0;
+        while let Some(&c @ b'0'..=b'9') = b.get(i) {
+            if i - digits_start >= 18 {
+                break;
+            }
+            v = v * 10 + i64::from(c - b'0');
+            i += 1;
+        }
+        let simple = i > digits_start
+            && !matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E'))
+            && !(b[digits_start] == b'0' && i - digits_start > 1);
+        if simple {
+            self.i = i;
+            return Ok(if neg { -v } else { v });
+        }
+        self.i = start;
+        let text = self.number_text().map_err(IntError::Json)?;
+        if text.contains(['.', 'e', 'E']) {
+            return Err(IntError::NotInteger(text.to_string()));
+        }
+        text.parse::<i64>()
+            .map_err(|_| IntError::OutOfRange(text.to_string()))
+    }
+
+    pub fn bool(&mut self) -> JResult<bool> {
+        self.ws();
+        if self.b[self.i..].starts_with(b"true") {
+            self.i += 4;
+            Ok(true)
+        } else if self.b[self.i..].starts_with(b"false") {
+            self.i += 5;
+            Ok(false)
+        } else {
+            self.err("expected true or false")
+        }
+    }
+
+    pub fn null(&mut self) -> JResult<()> {
+        self.ws();
+        if self.b[self.i..].starts_with(b"null") {
+            self.i += 4;
+            Ok(())
+        } else {
+            self.err("expected null")
+        }
+    }
+
+    /// Skips one value of any type, validating it; returns its raw text.
+    pub fn skip(&mut self) -> JResult<&'a str> {
+        self.ws();
+        let start = self.i;
+        self.skip_at(0)?;
+        std::str::from_utf8(&self.b[start..self.i]).or_else(|_| self.err("not valid UTF-8"))
+    }
+
+    fn skip_at(&mut self, depth: usize) -> JResult<()> {
+        if depth >= MAX_DEPTH {
+            return self.err(format!("nested deeper than {MAX_DEPTH} levels"));
+        }
+        match self.kind()? {
+            Kind::Object => {
+                self.begin_object()?;
+                let mut first = true;
+                while self.next_key(&mut first)?.is_some() {
+                    self.skip_at(depth + 1)?;
+                }
+                Ok(())
+            }
+            Kind::Array => {
+                self.begin_array()?;
+                let mut first = true;
+                while self.next_elem(&mut first)? {
+                    self.skip_at(depth + 1)?;
+                }
+                Ok(())
+            }
+            Kind::String => self.string().map(|_| ()),
+            Kind::Number => self.number_text().map(|_| ()),
+            Kind::Bool => self.bool().map(|_| ()),
+            Kind::Null => self.null(),
+        }
+    }
+}
+
+/// Why an integer field could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntError {
+    Json(JsonError),
+    NotInteger(String),
+    OutOfRange(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_with_and_without_escapes() {
+        let mut s = Scanner::new(br#""abc" "a\"b\u00e9\ud83d\ude00\n""#);
+        assert_eq!(s.string().unwrap(), "abc");
+        assert_eq!(s.string().unwrap(), "a\"b\u{e9}\u{1F600}\n");
+        s.end().unwrap();
+    }
+
+    #[test]
+    fn bad_strings_are_refused() {
+        for bad in [
+            &br#""abc"#[..],
+            br#""\x""#,
+            br#""\ud800""#,
+            b"\"a\x01\"",
+            br#""\u12""#,
+        ] {
+            assert!(
+                Scanner::new(bad).string().is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn integers() {
+        for (text, v) in [
+            ("0", 0),
+            ("-5", -5),
+            ("123456789012345678", 123456789012345678i64),
+        ] {
+            assert_eq!(Scanner::new(text.as_bytes()).i64().unwrap(), v);
+        }
+        assert_eq!(
+            Scanner::new(b"9223372036854775807").i64().unwrap(),
+            i64::MAX
+        );
+        assert!(matches!(
+            Scanner::new(b"1.5").i64(),
+            Err(IntError::NotInteger(_))
+        ));
+        assert!(matches!(
+            Scanner::new(b"1e3").i64(),
+            Err(IntError::NotInteger(_))
+        ));
+        assert!(matches!(
+            Scanner::new(b"99999999999999999999").i64(),
+            Err(IntError::OutOfRange(_))
+        ));
+        assert!(matches!(Scanner::new(b"01").i64(), Err(IntError::Json(_))));
+        assert!(matches!(Scanner::new(b"-").i64(), Err(IntError::Json(_))));
+    }
+
+    #[test]
+    fn skip_validates_and_bounds_depth() {
+        let mut s = Scanner::new(br#"{"a":[1,2.5e3,{"b":null}],"c":true} "#);
+        assert_eq!(s.skip().unwrap(), r#"{"a":[1,2.5e3,{"b":null}],"c":true}"#);
+        s.end().unwrap();
+        assert!(Scanner::new(b"[1,]").skip().is_err());
+        assert!(Scanner::new(b"{\"a\" 1}").skip().is_err());
+        let deep = "[".repeat(1000);
+        assert!(Scanner::new(deep.as_bytes()).skip().is_err());
+    }
+}

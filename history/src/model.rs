@@ -1,0 +1,586 @@
+//! The compact, checked form of a history that the checkers and reports read.
+//!
+//! A history of ten million ops must fit in a few bytes per op, so the reader
+//! does not keep ops: it pairs each completion with its invoke as it goes and
+//! keeps one [`Send`] per logical message, one [`Delivery`] per message
+//! delivered and one [`Poll`] per successful poll, with keys, groups,
+//! partitions and broker ids interned to `u32`.
+use crate::error::Problem;
+use crate::op::{MicroOp, Msg, Op, OpType, Process, Value, F};
+use rustc_hash::FxHashMap;
+
+/// "No such thing" for interned `u32` ids.
+pub const NONE: u32 = u32::MAX;
+/// "No completion" for op indices.
+pub const NO_OP: u64 = u64::MAX;
+/// "No offset".
+pub const NO_OFFSET: i64 = i64::MIN;
+
+/// How a send ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Ok,
+    Fail,
+    /// Unknown: ended `info`, or never completed.
+    Info,
+}
+
+/// One logical message: a send invocation and how it ended.
+#[derive(Debug, Clone)]
+pub struct Send {
+    pub value: i64,
+    /// Op index of the invoke (for a transaction's send: of the transaction's invoke).
+    pub invoke: u64,
+    /// Op index of the completion, or [`NO_OP`].
+    pub complete: u64,
+    pub invoke_time: u64,
+    pub complete_time: u64,
+    /// Where the broker said it stored it, or [`NO_OFFSET`].
+    pub offset: i64,
+    pub key: u32,
+    /// Dense client id (see [`History::process_number`]).
+    pub process: u32,
+    /// This send's place among its process's sends of the same key, in invoke order.
+    pub position: u32,
+    /// This send's place among all its process's sends, in invoke order.
+    pub seq: u32,
+    pub partition: u32,
+    pub id: u32,
+    pub outcome: Outcome,
+    pub in_txn: bool,
+}
+
+/// One message delivered by a poll.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub value: i64,
+    pub offset: i64,
+    /// Index into [`History::polls`].
+    pub poll: u32,
+    pub key: u32,
+    pub partition: u32,
+    pub id: u32,
+    /// Index into [`History::sends`], or [`NONE`] when no send of this value was invoked.
+    pub send: u32,
+    /// The broker flagged it as a redelivery.
+    pub redelivered: bool,
+}
+
+/// A successful poll (or the reads of a committed transaction).
+#[derive(Debug, Clone)]
+pub struct Poll {
+    pub invoke: u64,
+    pub complete: u64,
+    pub complete_time: u64,
+    pub process: u32,
+    pub group: u32,
+    /// Its deliveries are `deliveries[first..first + count]`.
+    pub first: u32,
+    pub count: u32,
+}
+
+/// A consumer changed its position: assign, subscribe or seek. Order checks restart after it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reset {
+    pub index: u64,
+    pub process: u32,
+}
+
+/// A fault event, kept for reports and timelines.
+#[derive(Debug, Clone)]
+pub struct NemesisEvent {
+    pub index: u64,
+    pub time: u64,
+    pub kind: OpType,
+    pub f: String,
+    /// The value as raw JSON text (may be empty).
+    pub value: String,
+}
+
+/// A string interner: dense `u32` ids.
+#[derive(Debug, Default, Clone)]
+pub struct Interner {
+    ids: FxHashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = u32::try_from(self.names.len()).unwrap_or(NONE - 1);
+        self.names.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+    pub fn get(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map(|s| &**s).unwrap_or("")
+    }
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Counts of what was read.
+#[derive(Debug, Default, Clone)]
+pub struct Counts {
+    pub ops: u64,
+    pub invokes: u64,
+    pub oks: u64,
+    pub fails: u64,
+    pub infos: u64,
+    pub acks: u64,
+    pub commits: u64,
+    pub txns: u64,
+    pub txns_ok: u64,
+    /// Client ops with an `f` this version does not know (kept out of the checks).
+    pub unknown_f: u64,
+    pub nemesis_events: u64,
+    pub first_time: u64,
+    pub last_time: u64,
+}
+
+/// A whole history in checkable form.
+#[derive(Debug, Default, Clone)]
+pub struct History {
+    pub sends: Vec<Send>,
+    pub deliveries: Vec<Delivery>,
+    pub polls: Vec<Poll>,
+    pub resets: Vec<Reset>,
+    pub nemesis: Vec<NemesisEvent>,
+    /// Op index of the `drain` phase marker.
+    pub drain: Option<u64>,
+    /// Op index of the `drained` phase marker.
+    pub drained: Option<u64>,
+    pub keys: Interner,
+    /// Group 0 is the default group (polls without `group`), named "".
+    pub groups: Interner,
+    pub topics: Interner,
+    pub ids: Interner,
+    /// Partition id -> (topic id or [`NONE`], partition number).
+    pub partitions: Vec<(u32, i64)>,
+    partition_ids: FxHashMap<(u32, i64), u32>,
+    /// Dense client id -> the process number in the file.
+    pub processes: Vec<u64>,
+    process_ids: FxHashMap<u64, u32>,
+    /// Value -> index into `sends`.
+    pub send_of_value: FxHashMap<i64, u32>,
+    pub counts: Counts,
+    /// Things worth telling that did not stop the read (a cut-off last line).
+    pub warnings: Vec<String>,
+}
+
+impl History {
+    /// The process number as written in the file.
+    pub fn process_number(&self, id: u32) -> u64 {
+        self.processes.get(id as usize).copied().unwrap_or(u64::MAX)
+    }
+    pub fn group_name(&self, id: u32) -> &str {
+        self.groups.name(id)
+    }
+    pub fn key_name(&self, id: u32) -> &str {
+        if id == NONE {
+            ""
+        } else {
+            self.keys.name(id)
+        }
+    }
+    /// (topic, partition) of a partition id; topic is None where the history names none.
+    pub fn partition(&self, id: u32) -> Option<(Option<&str>, i64)> {
+        let &(t, p) = self.partitions.get(id as usize)?;
+        Some(((t != NONE).then(|| self.topics.name(t)), p))
+    }
+    pub fn id_name(&self, id: u32) -> Option<&str> {
+        (id != NONE).then(|| self.ids.name(id))
+    }
+    pub fn send_of(&self, value: i64) -> Option<&Send> {
+        self.send_of_value
+            .get(&value)
+            .map(|&i| &self.sends[i as usize])
+    }
+    /// Deliveries of one poll.
+    pub fn poll_deliveries(&self, poll: &Poll) -> &[Delivery] {
+        let a = poll.first as usize;
+        &self.deliveries[a..a + poll.count as usize]
+    }
+}
+
+enum PendingKind {
+    Send(u32),
+    Poll,
+    Txn(Vec<u32>),
+    Other,
+}
+
+struct Pending {
+    f: String,
+    line: u64,
+    index: u64,
+    kind: PendingKind,
+}
+
+/// Builds a [`History`] from ops in file order, checking the contract as it goes.
+#[derive(Default)]
+pub struct Builder {
+    h: History,
+    pending: FxHashMap<u32, Pending>,
+    /// (process, key) -> sends so far.
+    positions: FxHashMap<(u32, u32), u32>,
+    seqs: Vec<u32>,
+    last_index: Option<u64>,
+    last_time: u64,
+}
+
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(NONE - 1)
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        let mut b = Builder::default();
+        b.h.groups.intern("");
+        b
+    }
+
+    fn process_id(&mut self, p: u64) -> u32 {
+        if let Some(&id) = self.h.process_ids.get(&p) {
+            return id;
+        }
+        let id = u32_of(self.h.processes.len());
+        self.h.processes.push(p);
+        self.h.process_ids.insert(p, id);
+        self.seqs.push(0);
+        id
+    }
+
+    fn partition_id(&mut self, topic: Option<&str>, partition: Option<i64>) -> u32 {
+        let Some(p) = partition else { return NONE };
+        let t = topic.map_or(NONE, |t| self.h.topics.intern(t));
+        if let Some(&id) = self.h.partition_ids.get(&(t, p)) {
+            return id;
+        }
+        let id = u32_of(self.h.partitions.len());
+        self.h.partitions.push((t, p));
+        self.h.partition_ids.insert((t, p), id);
+        id
+    }
+
+    fn key_id(&mut self, key: Option<&str>) -> u32 {
+        self.h.keys.intern(key.unwrap_or(""))
+    }
+
+    fn new_send(
+        &mut self,
+        m: &Msg<'_>,
+        op: &Op<'_>,
+        process: u32,
+        in_txn: bool,
+    ) -> Result<u32, Problem> {
+        let idx = u32_of(self.h.sends.len());
+        if let Some(&prev) = self.h.send_of_value.get(&m.value) {
+            let first = self.h.sends[prev as usize].invoke;
+            return Err(Problem::ValueSentTwice {
+                value: m.value,
+                first_index: first,
+            });
+        }
+        let key = self.key_id(m.key.as_deref());
+        let pos = self.positions.entry((process, key)).or_insert(0);
+        let position = *pos;
+        *pos += 1;
+        let seq = self.seqs[process as usize];
+        self.seqs[process as usize] += 1;
+        self.h.send_of_value.insert(m.value, idx);
+        self.h.sends.push(Send {
+            value: m.value,
+            invoke: op.index,
+            complete: NO_OP,
+            invoke_time: op.time,
+            complete_time: 0,
+            offset: NO_OFFSET,
+            key,
+            process,
+            position,
+            seq,
+            partition: NONE,
+            id: NONE,
+            outcome: Outcome::Info,
+            in_txn,
+        });
+        Ok(idx)
+    }
+
+    fn complete_send(&mut self, idx: u32, m: Option<&Msg<'_>>, op: &Op<'_>, outcome: Outcome) {
+        let (partition, offset, id) = match m {
+            Some(m) => {
+                let part = self.partition_id(m.topic.as_deref(), m.partition);
+                let id = m.id.as_deref().map_or(NONE, |s| self.h.ids.intern(s));
+                (part, m.offset.unwrap_or(NO_OFFSET), id)
+            }
+            None => (NONE, NO_OFFSET, NONE),
+        };
+        let s = &mut self.h.sends[idx as usize];
+        s.complete = op.index;
+        s.complete_time = op.time;
+        s.outcome = outcome;
+        if outcome == Outcome::Ok {
+            s.partition = partition;
+            s.offset = offset;
+            s.id = id;
+        }
+    }
+
+    fn add_poll(&mut self, op: &Op<'_>, invoke: u64, process: u32, messages: &[Msg<'_>]) {
+        let group = self.h.groups.intern(op.group.as_deref().unwrap_or(""));
+        let poll = u32_of(self.h.polls.len());
+        let first = u32_of(self.h.deliveries.len());
+        for m in messages {
+            let key = self.key_id(m.key.as_deref());
+            let partition = self.partition_id(m.topic.as_deref(), m.partition);
+            let id = m.id.as_deref().map_or(NONE, |s| self.h.ids.intern(s));
+            self.h.deliveries.push(Delivery {
+                value: m.value,
+                offset: m.offset.unwrap_or(NO_OFFSET),
+                poll,
+                key,
+                partition,
+                id,
+                send: NONE,
+                redelivered: m.redelivered,
+            });
+        }
+        self.h.polls.push(Poll {
+            invoke,
+            complete: op.index,
+            complete_time: op.time,
+            process,
+            group,
+            first,
+            count: u32_of(messages.len()),
+        });
+    }
+
+    /// Adds the op read from 1-based `line`.
+    pub fn push(&mut self, op: Op<'_>, line: u64) -> Result<(), Problem> {
+        if let Some(prev) = self.last_index {
+            if op.index <= prev {
+                return Err(Problem::IndexNotIncreasing {
+                    index: op.index,
+                    previous: prev,
+                });
+            }
+        } else {
+            self.h.counts.first_time = op.time;
+        }
+        if op.time < self.last_time {
+            return Err(Problem::TimeWentBack {
+                time: op.time,
+                previous: self.last_time,
+            });
+        }
+        self.last_index = Some(op.index);
+        self.last_time = op.time;
+        let c = &mut self.h.counts;
+        c.ops += 1;
+        c.last_time = op.time;
+        match op.kind {
+            OpType::Invoke => c.invokes += 1,
+            OpType::Ok => c.oks += 1,
+            OpType::Fail => c.fails += 1,
+            OpType::Info => c.infos += 1,
+        }
+        let pnum = match op.process {
+            Process::Client(p) => p,
+            Process::Harness => {
+                if op.f == F::Phase {
+                    if let Value::Phase(p) = &op.value {
+                        match &**p {
+                            "drain" => self.h.drain = self.h.drain.or(Some(op.index)),
+                            "drained" => self.h.drained = Some(op.index),
+                            _ => {}
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            Process::Nemesis | Process::Other(_) => {
+                if matches!(op.process, Process::Nemesis) {
+                    self.h.counts.nemesis_events += 1;
+                    self.h.nemesis.push(NemesisEvent {
+                        index: op.index,
+                        time: op.time,
+                        kind: op.kind,
+                        f: op.f.name().to_string(),
+                        value: match &op.value {
+                            Value::Raw(r) => (*r).to_string(),
+                            _ => String::new(),
+                        },
+                    });
+                }
+                return Ok(());
+            }
+        };
+        let process = self.process_id(pnum);
+        if op.kind == OpType::Invoke {
+            if let Some(p) = self.pending.get(&process) {
+                return Err(Problem::InvokeWhilePending {
+                    process: pnum,
+                    f: op.f.name().to_string(),
+                    pending: p.f.clone(),
+                    pending_line: p.line,
+                });
+            }
+            let kind = match (&op.f, &op.value) {
+                (F::Send, Value::Send(m)) => {
+                    PendingKind::Send(self.new_send(m, &op, process, false)?)
+                }
+                (F::Send, _) => {
+                    return Err(Problem::bad("value", "a send needs {\"key\",\"value\"}"))
+                }
+                (F::Poll, _) => PendingKind::Poll,
+                (F::Txn, Value::Txn(micro)) => {
+                    let mut sends = Vec::new();
+                    for mo in micro {
+                        if let MicroOp::Send(m) = mo {
+                            sends.push(self.new_send(m, &op, process, true)?);
+                        }
+                    }
+                    PendingKind::Txn(sends)
+                }
+                (F::Txn, _) => {
+                    return Err(Problem::bad("value", "a txn needs a list of micro-ops"))
+                }
+                (F::Assign | F::Subscribe | F::Seek, _) => {
+                    self.h.resets.push(Reset {
+                        index: op.index,
+                        process,
+                    });
+                    PendingKind::Other
+                }
+                (F::Ack | F::Commit, _) => PendingKind::Other,
+                _ => {
+                    self.h.counts.unknown_f += 1;
+                    PendingKind::Other
+                }
+            };
+            self.pending.insert(
+                process,
+                Pending {
+                    f: op.f.name().to_string(),
+                    line,
+                    index: op.index,
+                    kind,
+                },
+            );
+            return Ok(());
+        }
+        // A completion.
+        let Some(p) = self.pending.remove(&process) else {
+            return Err(Problem::CompletionWithoutInvoke {
+                kind: op.kind.as_str(),
+                f: op.f.name().to_string(),
+                process: pnum,
+            });
+        };
+        if p.f != op.f.name() {
+            return Err(Problem::CompletionMismatch {
+                kind: op.kind.as_str(),
+                f: op.f.name().to_string(),
+                process: pnum,
+                pending: p.f,
+                pending_line: p.line,
+            });
+        }
+        let outcome = match op.kind {
+            OpType::Ok => Outcome::Ok,
+            OpType::Fail => Outcome::Fail,
+            _ => Outcome::Info,
+        };
+        match p.kind {
+            PendingKind::Send(idx) => {
+                let m = match &op.value {
+                    Value::Send(m) => Some(m),
+                    _ => None,
+                };
+                self.complete_send(idx, m, &op, outcome);
+            }
+            PendingKind::Poll => {
+                if let (OpType::Ok, Value::Messages(ms)) = (op.kind, &op.value) {
+                    self.add_poll(&op, p.index, process, ms);
+                }
+            }
+            PendingKind::Txn(sends) => {
+                self.h.counts.txns += 1;
+                if op.kind == OpType::Ok {
+                    self.h.counts.txns_ok += 1;
+                }
+                let mut done = vec![false; sends.len()];
+                let mut reads: Vec<Msg<'_>> = Vec::new();
+                if let Value::Txn(micro) = &op.value {
+                    for mo in micro {
+                        match mo {
+                            MicroOp::Send(m) => {
+                                let known = sends
+                                    .iter()
+                                    .position(|&s| self.h.sends[s as usize].value == m.value);
+                                let idx = match known {
+                                    Some(i) => {
+                                        done[i] = true;
+                                        sends[i]
+                                    }
+                                    None => {
+                                        // A send decided inside the transaction (consume-transform-produce).
+                                        let mut inv = op.clone();
+                                        inv.index = p.index;
+                                        self.new_send(m, &inv, process, true)?
+                                    }
+                                };
+                                self.complete_send(idx, Some(m), &op, outcome);
+                            }
+                            MicroOp::Poll(ms) if op.kind == OpType::Ok => {
+                                reads.extend(ms.iter().cloned())
+                            }
+                            MicroOp::Poll(_) => {}
+                        }
+                    }
+                }
+                for (i, &s) in sends.iter().enumerate() {
+                    if !done[i] {
+                        self.complete_send(s, None, &op, outcome);
+                    }
+                }
+                if op.kind == OpType::Ok && !reads.is_empty() {
+                    self.add_poll(&op, p.index, process, &reads);
+                }
+            }
+            PendingKind::Other => {
+                if op.kind == OpType::Ok {
+                    match op.f {
+                        F::Ack => self.h.counts.acks += 1,
+                        F::Commit => self.h.counts.commits += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the read: pending invokes count as `info`, deliveries are joined to their sends.
+    pub fn finish(mut self) -> History {
+        // Pending sends simply stay Outcome::Info with no completion.
+        self.pending.clear();
+        let map = &self.h.send_of_value;
+        for d in &mut self.h.deliveries {
+            d.send = map.get(&d.value).copied().unwrap_or(NONE);
+        }
+        self.h
+    }
+}

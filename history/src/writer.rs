@@ -1,0 +1,128 @@
+//! The history writer the recorder uses: one line per event, written and flushed as it happens.
+use crate::op::OpType;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Instant;
+
+/// Who an event is from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    Client(u64),
+    Nemesis,
+    Harness,
+}
+
+/// One event to record; the writer stamps `index` and `time`.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub process: Actor,
+    pub kind: OpType,
+    pub f: String,
+    pub group: Option<String>,
+    pub value: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+impl Event {
+    pub fn new(process: Actor, kind: OpType, f: impl Into<String>) -> Self {
+        Event {
+            process,
+            kind,
+            f: f.into(),
+            group: None,
+            value: None,
+            error: None,
+        }
+    }
+    pub fn value(mut self, v: serde_json::Value) -> Self {
+        self.value = Some(v);
+        self
+    }
+    pub fn group(mut self, g: impl Into<String>) -> Self {
+        self.group = Some(g.into());
+        self
+    }
+    pub fn error(mut self, e: impl Into<String>) -> Self {
+        self.error = Some(e.into());
+        self
+    }
+}
+
+/// Appends events as JSON Lines. Every line goes out in one `write` and is
+/// flushed at once, so a writer killed with -9 leaves whole lines behind (at
+/// worst the last one cut, which the reader leaves out with a warning).
+pub struct HistoryWriter<W: Write> {
+    out: W,
+    next_index: u64,
+    start: Instant,
+    last_time: u64,
+    line: Vec<u8>,
+}
+
+impl HistoryWriter<std::fs::File> {
+    /// Creates (truncates) a history file.
+    pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
+        Ok(Self::new(std::fs::File::create(path)?))
+    }
+}
+
+impl<W: Write> HistoryWriter<W> {
+    pub fn new(out: W) -> Self {
+        HistoryWriter {
+            out,
+            next_index: 0,
+            start: Instant::now(),
+            last_time: 0,
+            line: Vec::with_capacity(256),
+        }
+    }
+
+    /// Records an event now (nanoseconds since the writer was created); returns its index.
+    pub fn append(&mut self, e: &Event) -> io::Result<u64> {
+        let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.append_at(now, e)
+    }
+
+    /// Records an event at a given time (clamped so time never goes back); returns its index.
+    pub fn append_at(&mut self, time: u64, e: &Event) -> io::Result<u64> {
+        let time = time.max(self.last_time);
+        let index = self.next_index;
+        self.line.clear();
+        write_line(&mut self.line, index, time, e)?;
+        self.out.write_all(&self.line)?;
+        self.out.flush()?;
+        self.next_index += 1;
+        self.last_time = time;
+        Ok(index)
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// Formats one event as a line of the v1 contract, field order as in its examples.
+pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Result<()> {
+    write!(buf, "{{\"index\":{index},\"time\":{time},\"process\":")?;
+    match &e.process {
+        Actor::Client(p) => write!(buf, "{p}")?,
+        Actor::Nemesis => buf.extend_from_slice(b"\"nemesis\""),
+        Actor::Harness => buf.extend_from_slice(b"\"harness\""),
+    }
+    write!(buf, ",\"type\":\"{}\",\"f\":", e.kind.as_str())?;
+    serde_json::to_writer(&mut *buf, &e.f)?;
+    if let Some(g) = &e.group {
+        buf.extend_from_slice(b",\"group\":");
+        serde_json::to_writer(&mut *buf, g)?;
+    }
+    if let Some(v) = &e.value {
+        buf.extend_from_slice(b",\"value\":");
+        serde_json::to_writer(&mut *buf, v)?;
+    }
+    if let Some(err) = &e.error {
+        buf.extend_from_slice(b",\"error\":");
+        serde_json::to_writer(&mut *buf, err)?;
+    }
+    buf.extend_from_slice(b"}\n");
+    Ok(())
+}
