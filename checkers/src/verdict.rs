@@ -1,0 +1,284 @@
+//! The verdict of the v1 contract: validity, a status per guarantee, every anomaly type with its count and evidence.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// A guarantee a run may claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    AtMostOnce,
+    AtLeastOnce,
+    ExactlyOnce,
+    ProducerOrder,
+    KeyOrder,
+    PartitionOrder,
+    TotalOrder,
+}
+
+impl Guarantee {
+    pub const ALL: [Guarantee; 7] = [
+        Guarantee::AtMostOnce,
+        Guarantee::AtLeastOnce,
+        Guarantee::ExactlyOnce,
+        Guarantee::ProducerOrder,
+        Guarantee::KeyOrder,
+        Guarantee::PartitionOrder,
+        Guarantee::TotalOrder,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Guarantee::AtMostOnce => "at-most-once",
+            Guarantee::AtLeastOnce => "at-least-once",
+            Guarantee::ExactlyOnce => "exactly-once",
+            Guarantee::ProducerOrder => "producer-order",
+            Guarantee::KeyOrder => "key-order",
+            Guarantee::PartitionOrder => "partition-order",
+            Guarantee::TotalOrder => "total-order",
+        }
+    }
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a guarantee.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown guarantee `{0}` (expected one of at-most-once, at-least-once, exactly-once, producer-order, key-order, partition-order, total-order)")]
+pub struct UnknownGuarantee(pub String);
+
+impl FromStr for Guarantee {
+    type Err = UnknownGuarantee;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Guarantee::ALL
+            .into_iter()
+            .find(|g| g.name() == s.trim())
+            .ok_or_else(|| UnknownGuarantee(s.to_string()))
+    }
+}
+
+/// Whether a guarantee held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Holds,
+    /// Not enough information (no drain, no offsets, nothing delivered).
+    Unknown,
+    Violated,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Holds => "holds",
+            Status::Unknown => "unknown",
+            Status::Violated => "violated",
+        }
+    }
+}
+
+/// The verdict's `valid`: `true`, `false` or `"unknown"`; the worst wins (true < unknown < false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Validity {
+    True,
+    Unknown,
+    False,
+}
+
+impl Validity {
+    /// Exit status of `gauntlet check`: 0 valid, 1 invalid, 2 unknown.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Validity::True => 0,
+            Validity::False => 1,
+            Validity::Unknown => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Validity::True => "valid",
+            Validity::False => "invalid",
+            Validity::Unknown => "unknown",
+        }
+    }
+}
+
+impl Serialize for Validity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Validity::True => s.serialize_bool(true),
+            Validity::False => s.serialize_bool(false),
+            Validity::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Validity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Bool(true) => Ok(Validity::True),
+            serde_json::Value::Bool(false) => Ok(Validity::False),
+            serde_json::Value::String(s) if s == "unknown" => Ok(Validity::Unknown),
+            other => Err(serde::de::Error::custom(format!(
+                "valid must be true, false or \"unknown\", not {other}"
+            ))),
+        }
+    }
+}
+
+/// Every anomaly type of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnomalyKind {
+    Lost,
+    Unseen,
+    Unexpected,
+    AbortedRead,
+    Recovered,
+    DuplicateWrite,
+    Redelivered,
+    Gap,
+    KeyOrder,
+    ProducerOrder,
+    PartitionOrder,
+    TotalOrder,
+    InconsistentOffsets,
+}
+
+impl AnomalyKind {
+    pub const ALL: [AnomalyKind; 13] = [
+        AnomalyKind::Lost,
+        AnomalyKind::Unseen,
+        AnomalyKind::Unexpected,
+        AnomalyKind::AbortedRead,
+        AnomalyKind::Recovered,
+        AnomalyKind::DuplicateWrite,
+        AnomalyKind::Redelivered,
+        AnomalyKind::Gap,
+        AnomalyKind::KeyOrder,
+        AnomalyKind::ProducerOrder,
+        AnomalyKind::PartitionOrder,
+        AnomalyKind::TotalOrder,
+        AnomalyKind::InconsistentOffsets,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            AnomalyKind::Lost => "lost",
+            AnomalyKind::Unseen => "unseen",
+            AnomalyKind::Unexpected => "unexpected",
+            AnomalyKind::AbortedRead => "aborted-read",
+            AnomalyKind::Recovered => "recovered",
+            AnomalyKind::DuplicateWrite => "duplicate-write",
+            AnomalyKind::Redelivered => "redelivered",
+            AnomalyKind::Gap => "gap",
+            AnomalyKind::KeyOrder => "key-order",
+            AnomalyKind::ProducerOrder => "producer-order",
+            AnomalyKind::PartitionOrder => "partition-order",
+            AnomalyKind::TotalOrder => "total-order",
+            AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
+        }
+    }
+    /// What `count` counts.
+    pub fn unit(self) -> &'static str {
+        match self {
+            AnomalyKind::Gap => "gaps",
+            AnomalyKind::KeyOrder => "keys",
+            AnomalyKind::ProducerOrder => "producers",
+            AnomalyKind::PartitionOrder => "partitions",
+            AnomalyKind::TotalOrder => "message pairs",
+            AnomalyKind::InconsistentOffsets => "positions",
+            _ => "messages",
+        }
+    }
+    /// Anomalies that make a history invalid whatever it declared.
+    pub fn is_integrity(self) -> bool {
+        matches!(
+            self,
+            AnomalyKind::Unexpected | AnomalyKind::AbortedRead | AnomalyKind::InconsistentOffsets
+        )
+    }
+    /// Information, not an error.
+    pub fn is_informational(self) -> bool {
+        matches!(self, AnomalyKind::Recovered)
+    }
+}
+
+impl fmt::Display for AnomalyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One anomaly type's findings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    pub count: u64,
+    /// At most `max_examples`, each naming the ops (by `index`) that prove it.
+    pub examples: Vec<serde_json::Value>,
+    /// Extension: the count per consumer group, where the anomaly is a group's ("" is the default group).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_group: BTreeMap<String, u64>,
+}
+
+/// Figures about the history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub ops: u64,
+    pub sends: u64,
+    pub sends_ok: u64,
+    pub sends_fail: u64,
+    pub sends_info: u64,
+    /// Messages delivered, counting every delivery.
+    pub delivered: u64,
+    /// Distinct values delivered to any group.
+    pub delivered_distinct: u64,
+    pub polls: u64,
+    pub groups: u64,
+    pub keys: u64,
+    pub clients: u64,
+    pub nemesis_events: u64,
+    pub drained: bool,
+    /// Nanoseconds from the first op to the last.
+    pub duration_ns: u64,
+    /// Latency of `ok` sends, invoke to completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_latency_ns: Option<Latency>,
+    /// Sends that completed `ok` per second of the run.
+    #[serde(default)]
+    pub sends_ok_per_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// The verdict of one history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub valid: Validity,
+    pub guarantees: BTreeMap<Guarantee, Status>,
+    pub anomalies: BTreeMap<AnomalyKind, Anomaly>,
+    pub stats: Stats,
+    /// Extension: the guarantees `valid` was judged against.
+    #[serde(default)]
+    pub expected: Vec<Guarantee>,
+    /// Extension: notes on the read or the check (cut-off last line, bounds hit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn count(&self, kind: AnomalyKind) -> u64 {
+        self.anomalies.get(&kind).map_or(0, |a| a.count)
+    }
+    pub fn status(&self, g: Guarantee) -> Status {
+        self.guarantees.get(&g).copied().unwrap_or(Status::Unknown)
+    }
+}
