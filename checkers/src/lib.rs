@@ -3,7 +3,20 @@
 //! Each anomaly of the v1 contract is computed by one module; `docs/checkers.md`
 //! is the exact definition of each, and the tests follow it. Nothing here does
 //! I/O: checking a stored history never needs a broker or Docker.
+//!
+//! The delivery pass ([`delivery`]) builds an index of every group's first
+//! delivery of every send; the order ([`order`]), total-order ([`total`]) and
+//! offset ([`offsets`]) passes read it. Which guarantee each anomaly breaks is
+//! the table [`breaks`], not code spread over the checkers.
+mod delivery;
+mod found;
+mod offsets;
+mod order;
+pub mod stats;
+mod total;
 pub mod verdict;
+
+use std::collections::BTreeMap;
 
 pub use gauntlet_history::History;
 pub use verdict::{Anomaly, AnomalyKind, Guarantee, Latency, Stats, Status, Validity, Verdict};
@@ -26,8 +39,100 @@ impl Default for CheckOptions {
     }
 }
 
+/// Which anomalies violate which guarantee.
+pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
+    use AnomalyKind as A;
+    match g {
+        Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite],
+        Guarantee::AtLeastOnce => &[A::Lost],
+        Guarantee::ExactlyOnce => &[A::Redelivered, A::DuplicateWrite, A::Lost],
+        Guarantee::ProducerOrder => &[A::ProducerOrder],
+        Guarantee::KeyOrder => &[A::KeyOrder],
+        Guarantee::PartitionOrder => &[A::PartitionOrder],
+        Guarantee::TotalOrder => &[A::TotalOrder],
+    }
+}
+
 /// Judges a history.
 pub fn check(h: &History, opts: &CheckOptions) -> Verdict {
-    let _ = (h, opts);
-    unimplemented!("in progress")
+    let max = opts.max_examples;
+    let (index, del) = delivery::check(h, max);
+    let ord = order::check(h, &index, max);
+    let tot = total::check(h, &index, max);
+    let inconsistent = offsets::check(h, max);
+    let delivered_distinct =
+        index.delivered_any.iter().filter(|&&d| d).count() as u64 + del.unexpected.count;
+    let stats = stats::stats(h, index.groups.len(), delivered_distinct);
+
+    let mut warnings = h.warnings.clone();
+    if tot.bounded {
+        warnings.push(format!(
+            "total-order: the cross-consumer search stopped after {} comparisons; its count is a lower bound",
+            total::CROSS_BUDGET
+        ));
+    }
+    let mut anomalies = BTreeMap::new();
+    for (kind, found) in [
+        (AnomalyKind::Lost, del.lost),
+        (AnomalyKind::Unseen, del.unseen),
+        (AnomalyKind::Unexpected, del.unexpected),
+        (AnomalyKind::AbortedRead, del.aborted_read),
+        (AnomalyKind::Recovered, del.recovered),
+        (AnomalyKind::DuplicateWrite, del.duplicate_write),
+        (AnomalyKind::Redelivered, del.redelivered),
+        (AnomalyKind::Gap, ord.gap),
+        (AnomalyKind::KeyOrder, ord.key_order),
+        (AnomalyKind::ProducerOrder, ord.producer_order),
+        (AnomalyKind::PartitionOrder, ord.partition_order),
+        (AnomalyKind::TotalOrder, tot.total_order),
+        (AnomalyKind::InconsistentOffsets, inconsistent),
+    ] {
+        anomalies.insert(kind, found.into_anomaly());
+    }
+    let count = |k: AnomalyKind| anomalies.get(&k).map_or(0, |a: &Anomaly| a.count);
+    let nothing_delivered = h.deliveries.is_empty();
+    let mut guarantees = BTreeMap::new();
+    for g in Guarantee::ALL {
+        let violated = breaks(g).iter().any(|&k| count(k) > 0);
+        let unknown = match g {
+            Guarantee::AtMostOnce => false,
+            Guarantee::AtLeastOnce | Guarantee::ExactlyOnce => count(AnomalyKind::Unseen) > 0,
+            Guarantee::PartitionOrder => !ord.has_offsets,
+            Guarantee::TotalOrder => {
+                nothing_delivered || (tot.bounded && count(AnomalyKind::TotalOrder) == 0)
+            }
+            Guarantee::ProducerOrder | Guarantee::KeyOrder => nothing_delivered,
+        };
+        let status = if violated {
+            Status::Violated
+        } else if unknown {
+            Status::Unknown
+        } else {
+            Status::Holds
+        };
+        guarantees.insert(g, status);
+    }
+    let integrity = AnomalyKind::ALL
+        .iter()
+        .any(|&k| k.is_integrity() && count(k) > 0);
+    let mut valid = if integrity {
+        Validity::False
+    } else {
+        Validity::True
+    };
+    for g in &opts.expect {
+        valid = valid.max(match guarantees[g] {
+            Status::Holds => Validity::True,
+            Status::Unknown => Validity::Unknown,
+            Status::Violated => Validity::False,
+        });
+    }
+    Verdict {
+        valid,
+        guarantees,
+        anomalies,
+        stats,
+        expected: opts.expect.clone(),
+        warnings,
+    }
 }

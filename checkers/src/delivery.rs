@@ -1,0 +1,301 @@
+//! Delivery anomalies: lost, unseen, unexpected, aborted-read, recovered,
+//! duplicate-write and redelivered (`docs/checkers.md`).
+//!
+//! One pass over the deliveries in file order builds, per judged group, the
+//! first delivery of every send; the rest is read off that index.
+use crate::found::Found;
+use gauntlet_history::model::{Delivery, History, Outcome, NONE, NO_OFFSET, NO_OP};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::{json, Value};
+
+/// What identifies a broker message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Ident {
+    Pos(u32, i64),
+    Id(u32),
+    Unknown,
+}
+
+pub(crate) fn ident(d: &Delivery) -> Ident {
+    if d.offset != NO_OFFSET {
+        Ident::Pos(d.partition, d.offset)
+    } else if d.id != NONE {
+        Ident::Id(d.id)
+    } else {
+        Ident::Unknown
+    }
+}
+
+/// The delivery index the other checkers read.
+pub(crate) struct Index {
+    /// Group ids judged: those that polled, or the default group when none did.
+    pub groups: Vec<u32>,
+    /// Group id -> slot in the per-group tables, or NONE.
+    pub slot_of_group: Vec<u32>,
+    /// [slot][send]: the group's first delivery of the send, or NONE.
+    pub first: Vec<Vec<u32>>,
+    /// [slot][send]: the poll with the smallest invoke index that delivered it to the group.
+    pub earliest_poll: Vec<Vec<u32>>,
+    /// [send]: delivered to any group.
+    pub delivered_any: Vec<bool>,
+    /// [delivery]: the consumer's first receipt of this value (and the value was sent).
+    pub first_receipt: Vec<bool>,
+}
+
+pub(crate) struct Findings {
+    pub lost: Found,
+    pub unseen: Found,
+    pub unexpected: Found,
+    pub aborted_read: Found,
+    pub recovered: Found,
+    pub duplicate_write: Found,
+    pub redelivered: Found,
+}
+
+fn delivery_json(h: &History, d: &Delivery) -> Value {
+    let poll = &h.polls[d.poll as usize];
+    let mut v = json!({
+        "delivered_by": poll.complete,
+        "group": h.group_name(poll.group),
+        "consumer": h.process_number(poll.process),
+    });
+    if let Some((topic, p)) = h.partition(d.partition) {
+        if let Some(t) = topic {
+            v["topic"] = json!(t);
+        }
+        v["partition"] = json!(p);
+    }
+    if d.offset != NO_OFFSET {
+        v["offset"] = json!(d.offset);
+    }
+    if let Some(id) = h.id_name(d.id) {
+        v["id"] = json!(id);
+    }
+    if d.redelivered {
+        v["redelivered"] = json!(true);
+    }
+    v
+}
+
+fn op_or_null(i: u64) -> Value {
+    if i == NO_OP {
+        Value::Null
+    } else {
+        json!(i)
+    }
+}
+
+pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
+    let n_sends = h.sends.len();
+    let mut groups: Vec<u32> = Vec::new();
+    let mut slot_of_group = vec![NONE; h.groups.len().max(1)];
+    for p in &h.polls {
+        if slot_of_group[p.group as usize] == NONE {
+            slot_of_group[p.group as usize] = groups.len() as u32;
+            groups.push(p.group);
+        }
+    }
+    if groups.is_empty() {
+        slot_of_group[0] = 0;
+        groups.push(0);
+    }
+    let mut first = vec![vec![NONE; n_sends]; groups.len()];
+    let mut earliest_poll = vec![vec![NONE; n_sends]; groups.len()];
+    let mut global_first = vec![NONE; n_sends];
+    let mut delivered_any = vec![false; n_sends];
+    let mut first_receipt = vec![false; h.deliveries.len()];
+
+    let mut unexpected = Found::new(max);
+    let mut unexpected_values: FxHashSet<i64> = FxHashSet::default();
+    let mut dup_values: FxHashSet<u32> = FxHashSet::default();
+    let mut redelivered_pairs: FxHashSet<(u32, u32)> = FxHashSet::default();
+    // Receipts past a group's first one, by (consumer, send).
+    let mut repeat_receipts: FxHashSet<(u32, u32)> = FxHashSet::default();
+    // Identities a group saw for a send, once it has seen two different ones.
+    let mut many_idents: FxHashMap<(u32, u32), Vec<Ident>> = FxHashMap::default();
+
+    for (di, d) in h.deliveries.iter().enumerate() {
+        let poll = &h.polls[d.poll as usize];
+        let slot = slot_of_group[poll.group as usize];
+        if d.send == NONE {
+            if unexpected_values.insert(d.value) {
+                unexpected.hit(|| {
+                    json!({"value": d.value, "key": h.key_name(d.key), "delivery": delivery_json(h, d)})
+                });
+            }
+            continue;
+        }
+        let s = d.send as usize;
+        delivered_any[s] = true;
+        let id = ident(d);
+        let g0 = global_first[s];
+        if g0 == NONE {
+            global_first[s] = di as u32;
+        } else {
+            let i0 = ident(&h.deliveries[g0 as usize]);
+            if id != Ident::Unknown && i0 != Ident::Unknown && id != i0 {
+                dup_values.insert(d.send);
+            }
+        }
+        let f = first[slot as usize][s];
+        if f == NONE {
+            first[slot as usize][s] = di as u32;
+            earliest_poll[slot as usize][s] = d.poll;
+            first_receipt[di] = true;
+            continue;
+        }
+        // A repeat within the group.
+        let ep = &mut earliest_poll[slot as usize][s];
+        if poll.invoke < h.polls[*ep as usize].invoke {
+            *ep = d.poll;
+        }
+        let fd = &h.deliveries[f as usize];
+        let first_consumer = h.polls[fd.poll as usize].process;
+        if first_consumer != poll.process && repeat_receipts.insert((poll.process, d.send)) {
+            first_receipt[di] = true;
+        }
+        let fid = ident(fd);
+        if id == Ident::Unknown || fid == Ident::Unknown {
+            if d.redelivered {
+                redelivered_pairs.insert((slot, d.send));
+            } else {
+                dup_values.insert(d.send);
+            }
+        } else if id == fid {
+            redelivered_pairs.insert((slot, d.send));
+        } else {
+            let seen = many_idents
+                .entry((slot, d.send))
+                .or_insert_with(|| vec![fid]);
+            if seen.contains(&id) {
+                redelivered_pairs.insert((slot, d.send));
+            } else {
+                seen.push(id);
+            }
+        }
+    }
+
+    // Lost / unseen, aborted reads, recovered.
+    let drained = h.drained;
+    let mut lost = Found::new(max);
+    let mut unseen = Found::new(max);
+    let mut aborted_read = Found::new(max);
+    let mut recovered = Found::new(max);
+    for (s, send) in h.sends.iter().enumerate() {
+        match send.outcome {
+            Outcome::Ok => {
+                let mut missing_in: Vec<u32> = Vec::new();
+                for (slot, &g) in groups.iter().enumerate() {
+                    if first[slot][s] == NONE {
+                        missing_in.push(g);
+                    }
+                }
+                if missing_in.is_empty() {
+                    continue;
+                }
+                let target = if drained.is_some() {
+                    &mut lost
+                } else {
+                    &mut unseen
+                };
+                for &g in &missing_in {
+                    target.group_hit(h.group_name(g));
+                }
+                target.hit(|| {
+                    let mut v = json!({
+                        "value": send.value,
+                        "key": h.key_name(send.key),
+                        "groups": missing_in.iter().map(|&g| h.group_name(g)).collect::<Vec<_>>(),
+                        "send_invoke": send.invoke,
+                        "send_ok": send.complete,
+                    });
+                    if let Some(d) = drained {
+                        v["drained"] = json!(d);
+                    }
+                    v
+                });
+            }
+            Outcome::Fail | Outcome::Info if delivered_any[s] => {
+                let target = if send.outcome == Outcome::Fail {
+                    &mut aborted_read
+                } else {
+                    &mut recovered
+                };
+                target.hit(|| {
+                    let d = &h.deliveries[global_first[s] as usize];
+                    json!({
+                        "value": send.value,
+                        "key": h.key_name(send.key),
+                        "send_invoke": send.invoke,
+                        "send_completion": op_or_null(send.complete),
+                        "in_txn": send.in_txn,
+                        "delivery": delivery_json(h, d),
+                    })
+                });
+            }
+            _ => {}
+        }
+    }
+
+    // Duplicates and redeliveries: counts are distinct values; examples list the deliveries.
+    let mut duplicate_write = Found::new(max);
+    let mut redelivered = Found::new(max);
+    duplicate_write.count = dup_values.len() as u64;
+    let mut redelivered_values: FxHashSet<u32> = FxHashSet::default();
+    for &(slot, s) in &redelivered_pairs {
+        redelivered.group_hit(h.group_name(groups[slot as usize]));
+        redelivered_values.insert(s);
+    }
+    redelivered.count = redelivered_values.len() as u64;
+    let mut dup_ex: Vec<u32> = dup_values.iter().copied().collect();
+    dup_ex.sort_unstable();
+    dup_ex.truncate(max);
+    let mut red_ex: Vec<u32> = redelivered_values.iter().copied().collect();
+    red_ex.sort_unstable();
+    red_ex.truncate(max);
+    if !dup_ex.is_empty() || !red_ex.is_empty() {
+        let wanted: FxHashSet<u32> = dup_ex.iter().chain(red_ex.iter()).copied().collect();
+        let mut by_send: FxHashMap<u32, Vec<Value>> = FxHashMap::default();
+        for d in &h.deliveries {
+            if wanted.contains(&d.send) {
+                let list = by_send.entry(d.send).or_default();
+                if list.len() < 20 {
+                    list.push(delivery_json(h, d));
+                }
+            }
+        }
+        for (found, list) in [(&mut duplicate_write, &dup_ex), (&mut redelivered, &red_ex)] {
+            for &s in list {
+                let send = &h.sends[s as usize];
+                found.example(|| {
+                    json!({
+                        "value": send.value,
+                        "key": h.key_name(send.key),
+                        "send_invoke": send.invoke,
+                        "send_completion": op_or_null(send.complete),
+                        "deliveries": by_send.get(&s).cloned().unwrap_or_default(),
+                    })
+                });
+            }
+        }
+    }
+    (
+        Index {
+            groups,
+            slot_of_group,
+            first,
+            earliest_poll,
+            delivered_any,
+            first_receipt,
+        },
+        Findings {
+            lost,
+            unseen,
+            unexpected,
+            aborted_read,
+            recovered,
+            duplicate_write,
+            redelivered,
+        },
+    )
+}

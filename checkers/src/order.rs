@@ -1,0 +1,300 @@
+//! Ordering anomalies read from each consumer's first receipts: key-order,
+//! producer-order and gap; and partition-order from every delivery with an
+//! offset (`docs/checkers.md`).
+use crate::delivery::Index;
+use crate::found::Found;
+use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET, NO_OP};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::{json, Value};
+
+pub(crate) struct Findings {
+    pub key_order: Found,
+    pub producer_order: Found,
+    pub gap: Found,
+    pub partition_order: Found,
+    /// Some delivery carried an offset (else partition order is unknown).
+    pub has_offsets: bool,
+}
+
+/// Each (producer, key)'s sends by producer position.
+struct Positions {
+    pair_of: FxHashMap<(u32, u32), u32>,
+    start: Vec<u32>,
+    sends: Vec<u32>,
+}
+
+impl Positions {
+    fn build(h: &History) -> Positions {
+        let mut pair_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut pair_of_send = Vec::with_capacity(h.sends.len());
+        let mut counts: Vec<u32> = Vec::new();
+        for s in &h.sends {
+            let next = counts.len() as u32;
+            let pair = *pair_of.entry((s.process, s.key)).or_insert(next);
+            if pair == next {
+                counts.push(0);
+            }
+            counts[pair as usize] += 1;
+            pair_of_send.push(pair);
+        }
+        let mut start = Vec::with_capacity(counts.len() + 1);
+        let mut acc = 0u32;
+        for c in &counts {
+            start.push(acc);
+            acc += c;
+        }
+        start.push(acc);
+        let mut sends = vec![NONE; h.sends.len()];
+        for (i, s) in h.sends.iter().enumerate() {
+            let pair = pair_of_send[i] as usize;
+            sends[(start[pair] + s.position) as usize] = i as u32;
+        }
+        Positions {
+            pair_of,
+            start,
+            sends,
+        }
+    }
+
+    fn of(&self, pair: u32) -> &[u32] {
+        let a = self.start[pair as usize] as usize;
+        let b = self.start[pair as usize + 1] as usize;
+        &self.sends[a..b]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct PkState {
+    last_pos: u32,
+    max_pos: u32,
+    max_del: u32,
+}
+
+#[derive(Clone, Copy)]
+struct KeyState {
+    max_invoke: u64,
+    max_del: u32,
+}
+
+fn msg_json(h: &History, di: u32) -> Value {
+    let d = &h.deliveries[di as usize];
+    let poll = &h.polls[d.poll as usize];
+    let mut v = json!({"value": d.value, "delivered_by": poll.complete});
+    if d.send != NONE {
+        let s = &h.sends[d.send as usize];
+        v["send_invoke"] = json!(s.invoke);
+        if s.complete != NO_OP {
+            v["send_complete"] = json!(s.complete);
+        }
+        v["producer"] = json!(h.process_number(s.process));
+        v["position"] = json!(s.position);
+    }
+    if d.offset != NO_OFFSET {
+        v["offset"] = json!(d.offset);
+    }
+    v
+}
+
+pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
+    let positions = Positions::build(h);
+    let mut key_order = Found::new(max);
+    let mut producer_order = Found::new(max);
+    let mut gap = Found::new(max);
+    let mut keys_violated: FxHashSet<u32> = FxHashSet::default();
+    let mut producers_violated: FxHashSet<u32> = FxHashSet::default();
+    let mut by_key: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
+    let mut by_pk: FxHashMap<(u32, u32, u32), PkState> = FxHashMap::default();
+    let mut by_producer: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    // (group slot, pair) -> every position below this one is accounted for.
+    let mut settled: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+
+    for (di, d) in h.deliveries.iter().enumerate() {
+        if !idx.first_receipt[di] {
+            continue;
+        }
+        let di = di as u32;
+        let send = &h.sends[d.send as usize];
+        let poll = &h.polls[d.poll as usize];
+        let c = poll.process;
+        let slot = idx.slot_of_group[poll.group as usize];
+
+        // Key order: same producer by position, any producer by realtime.
+        let pk = by_pk.entry((c, send.process, send.key)).or_insert(PkState {
+            last_pos: NONE,
+            max_pos: NONE,
+            max_del: NONE,
+        });
+        let ks = by_key.entry((c, send.key)).or_insert(KeyState {
+            max_invoke: 0,
+            max_del: NONE,
+        });
+        let mut before: Option<u32> = None;
+        if pk.max_pos != NONE && send.position < pk.max_pos {
+            before = Some(pk.max_del);
+        } else if ks.max_del != NONE
+            && send.outcome == Outcome::Ok
+            && send.complete != NO_OP
+            && ks.max_invoke > send.complete
+        {
+            before = Some(ks.max_del);
+        }
+        if let Some(m2) = before {
+            if keys_violated.insert(send.key) {
+                key_order.hit(|| {
+                    json!({
+                        "key": h.key_name(send.key),
+                        "consumer": h.process_number(c),
+                        "group": h.group_name(poll.group),
+                        "received_first": msg_json(h, m2),
+                        "sent_first": msg_json(h, di),
+                    })
+                });
+            }
+        }
+        if ks.max_del == NONE || send.invoke > ks.max_invoke {
+            ks.max_invoke = send.invoke;
+            ks.max_del = di;
+        }
+
+        // Gap: positions jumped over that were written and the group had not been given.
+        let last: i64 = if pk.last_pos == NONE {
+            -1
+        } else {
+            i64::from(pk.last_pos)
+        };
+        let i = i64::from(send.position);
+        if i > last + 1 {
+            let pair = positions.pair_of[&(send.process, send.key)];
+            let sends = positions.of(pair);
+            // Given to the group already: earlier in file order (this batch included), or by
+            // another poll that was under way before this one completed.
+            let given = |s: u32| {
+                let ep = idx.earliest_poll[slot as usize][s as usize];
+                idx.first[slot as usize][s as usize] < di
+                    || (ep != NONE && ep != d.poll && h.polls[ep as usize].invoke < poll.complete)
+            };
+            let written = |s: u32| {
+                let x = &h.sends[s as usize];
+                x.outcome == Outcome::Ok
+                    || (x.outcome == Outcome::Info && idx.delivered_any[s as usize])
+            };
+            let ptr = settled.entry((slot, pair)).or_insert(0);
+            while (*ptr as usize) < sends.len() {
+                let s = sends[*ptr as usize];
+                if written(s) && !given(s) {
+                    break;
+                }
+                *ptr += 1;
+            }
+            let from = (last + 1).max(i64::from(*ptr));
+            let mut missing: Vec<Value> = Vec::new();
+            let mut n_missing = 0u64;
+            for pos in from..i {
+                let s = sends[pos as usize];
+                if written(s) && !given(s) {
+                    n_missing += 1;
+                    if missing.len() < 10 {
+                        let x = &h.sends[s as usize];
+                        missing.push(json!({
+                            "value": x.value,
+                            "position": pos,
+                            "send_invoke": x.invoke,
+                            "later_delivered": idx.first[slot as usize][s as usize] != NONE,
+                        }));
+                    }
+                }
+            }
+            if n_missing > 0 {
+                gap.group_hit(h.group_name(poll.group));
+                gap.hit(|| {
+                    json!({
+                        "key": h.key_name(send.key),
+                        "producer": h.process_number(send.process),
+                        "consumer": h.process_number(c),
+                        "group": h.group_name(poll.group),
+                        "after_position": if last < 0 { Value::Null } else { json!(last) },
+                        "received": msg_json(h, di),
+                        "missing_count": n_missing,
+                        "missing": missing,
+                    })
+                });
+            }
+        }
+        pk.last_pos = send.position;
+        if pk.max_pos == NONE || send.position > pk.max_pos {
+            pk.max_pos = send.position;
+            pk.max_del = di;
+        }
+
+        // Producer order across keys.
+        let ps = by_producer.entry((c, send.process)).or_insert((NONE, NONE));
+        if ps.0 != NONE && send.seq < ps.0 {
+            let m2 = ps.1;
+            if producers_violated.insert(send.process) {
+                producer_order.hit(|| {
+                    json!({
+                        "producer": h.process_number(send.process),
+                        "consumer": h.process_number(c),
+                        "group": h.group_name(poll.group),
+                        "received_first": msg_json(h, m2),
+                        "sent_first": msg_json(h, di),
+                    })
+                });
+            }
+        }
+        if ps.0 == NONE || send.seq > ps.0 {
+            *ps = (send.seq, di);
+        }
+    }
+
+    // Partition order, over every delivery with an offset.
+    let mut resets: Vec<Vec<u64>> = vec![Vec::new(); h.processes.len()];
+    for r in &h.resets {
+        resets[r.process as usize].push(r.index);
+    }
+    let mut partition_order = Found::new(max);
+    let mut partitions_violated: FxHashSet<u32> = FxHashSet::default();
+    let mut last_offset: FxHashMap<(u32, u32), (usize, i64, u32)> = FxHashMap::default();
+    let mut has_offsets = false;
+    for (di, d) in h.deliveries.iter().enumerate() {
+        if d.offset == NO_OFFSET {
+            continue;
+        }
+        has_offsets = true;
+        let poll = &h.polls[d.poll as usize];
+        let c = poll.process;
+        let epoch = resets[c as usize].partition_point(|&r| r < poll.invoke);
+        match last_offset.get_mut(&(c, d.partition)) {
+            Some(st) if st.0 == epoch => {
+                if d.offset <= st.1 && partitions_violated.insert(d.partition) {
+                    let prev = st.2;
+                    partition_order.hit(|| {
+                        let (topic, part) = h.partition(d.partition).unwrap_or((None, -1));
+                        json!({
+                            "topic": topic,
+                            "partition": if d.partition == NONE { Value::Null } else { json!(part) },
+                            "consumer": h.process_number(c),
+                            "group": h.group_name(poll.group),
+                            "earlier": msg_json(h, prev),
+                            "later": msg_json(h, di as u32),
+                        })
+                    });
+                }
+                *st = (epoch, d.offset, di as u32);
+            }
+            _ => {
+                last_offset.insert((c, d.partition), (epoch, d.offset, di as u32));
+            }
+        }
+    }
+    key_order.count = keys_violated.len() as u64;
+    producer_order.count = producers_violated.len() as u64;
+    partition_order.count = partitions_violated.len() as u64;
+    Findings {
+        key_order,
+        producer_order,
+        gap,
+        partition_order,
+        has_offsets,
+    }
+}

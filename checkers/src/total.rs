@@ -1,0 +1,204 @@
+//! Total order (`docs/checkers.md`): (a) pairs a consumer received against
+//! realtime order, counted with a Fenwick tree per consumer; (b) pairs with
+//! concurrent sends that two consumers of one group received in opposite
+//! orders, counted by a bounded pairwise search.
+use crate::delivery::Index;
+use crate::found::Found;
+use gauntlet_history::model::{History, Outcome, Send, NO_OP};
+use rustc_hash::FxHashMap;
+use serde_json::json;
+
+/// Comparisons allowed for part (b); past this the count is a lower bound.
+pub(crate) const CROSS_BUDGET: u64 = 50_000_000;
+
+pub(crate) struct Findings {
+    pub total_order: Found,
+    /// Part (b) ran out of budget: the count is a lower bound.
+    pub bounded: bool,
+}
+
+struct Fenwick(Vec<i32>);
+
+impl Fenwick {
+    fn add(&mut self, i: usize, v: i32) {
+        let mut i = i + 1;
+        while i < self.0.len() {
+            self.0[i] += v;
+            i += i & i.wrapping_neg();
+        }
+    }
+    /// Sum over ranks < i.
+    fn prefix(&self, i: usize) -> i64 {
+        let mut i = i;
+        let mut s = 0i64;
+        while i > 0 {
+            s += i64::from(self.0[i]);
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+}
+
+fn precedes(a: &Send, b: &Send) -> bool {
+    a.outcome == Outcome::Ok && a.complete != NO_OP && a.complete < b.invoke
+}
+
+pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
+    let mut found = Found::new(max);
+    // First receipts grouped by consumer, in receipt order (a stable counting sort).
+    let n_proc = h.processes.len();
+    let mut counts = vec![0u32; n_proc + 1];
+    for (di, d) in h.deliveries.iter().enumerate() {
+        if idx.first_receipt[di] {
+            counts[h.polls[d.poll as usize].process as usize + 1] += 1;
+        }
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    let mut fill = counts.clone();
+    let mut by_consumer = vec![0u32; counts[n_proc] as usize];
+    for (di, d) in h.deliveries.iter().enumerate() {
+        if idx.first_receipt[di] {
+            let c = h.polls[d.poll as usize].process as usize;
+            by_consumer[fill[c] as usize] = di as u32;
+            fill[c] += 1;
+        }
+    }
+    // Ranks of sends by invoke index.
+    let mut invokes: Vec<u64> = h.sends.iter().map(|s| s.invoke).collect();
+    invokes.sort_unstable();
+    let rank = |s: &Send| invokes.partition_point(|&x| x < s.invoke);
+    let mut tree = Fenwick(vec![0; invokes.len() + 1]);
+
+    // (a) per consumer.
+    for c in 0..n_proc {
+        let list = &by_consumer[counts[c] as usize..counts[c + 1] as usize];
+        for (pos, &di) in list.iter().enumerate() {
+            let s = &h.sends[h.deliveries[di as usize].send as usize];
+            if s.outcome == Outcome::Ok && s.complete != NO_OP {
+                // Received before s, but invoked after s completed.
+                let r = invokes.partition_point(|&x| x <= s.complete);
+                let later = pos as i64 - tree.prefix(r);
+                if later > 0 {
+                    found.count += later as u64;
+                    if found.wants_examples() {
+                        let m2 = list[..pos].iter().rev().find(|&&dj| {
+                            let s2 = &h.sends[h.deliveries[dj as usize].send as usize];
+                            s2.invoke > s.complete
+                        });
+                        if let Some(&dj) = m2 {
+                            let d1 = &h.deliveries[di as usize];
+                            let d2 = &h.deliveries[dj as usize];
+                            let s2 = &h.sends[d2.send as usize];
+                            let poll = &h.polls[d1.poll as usize];
+                            found.example(|| {
+                                json!({
+                                    "consumer": h.process_number(poll.process),
+                                    "group": h.group_name(poll.group),
+                                    "first": {"value": s.value, "send_ok": s.complete, "delivered_by": poll.complete},
+                                    "second": {"value": s2.value, "send_invoke": s2.invoke,
+                                               "delivered_by": h.polls[d2.poll as usize].complete},
+                                    "pairs_here": later,
+                                })
+                            });
+                        }
+                    }
+                }
+            }
+            tree.add(rank(s), 1);
+        }
+        for &di in list {
+            let s = &h.sends[h.deliveries[di as usize].send as usize];
+            tree.add(rank(s), -1);
+        }
+    }
+
+    // (b) values that two consumers of one group both received.
+    let mut pos_in_consumer = vec![0u32; h.deliveries.len()];
+    for c in 0..n_proc {
+        for (pos, &di) in by_consumer[counts[c] as usize..counts[c + 1] as usize]
+            .iter()
+            .enumerate()
+        {
+            pos_in_consumer[di as usize] = pos as u32;
+        }
+    }
+    // (slot, send) -> first receipts by distinct consumers.
+    let mut shared: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
+    for (di, d) in h.deliveries.iter().enumerate() {
+        if !idx.first_receipt[di] {
+            continue;
+        }
+        let slot = idx.slot_of_group[h.polls[d.poll as usize].group as usize];
+        let f = idx.first[slot as usize][d.send as usize];
+        if f != di as u32 {
+            shared
+                .entry((slot, d.send))
+                .or_insert_with(|| vec![f])
+                .push(di as u32);
+        }
+    }
+    // (slot, c1, c2) -> (pos1, pos2, send)
+    let mut pairs: FxHashMap<(u32, u32, u32), Vec<(u32, u32, u32)>> = FxHashMap::default();
+    for (&(slot, s), dels) in &shared {
+        for (i, &a) in dels.iter().enumerate() {
+            for &b in &dels[i + 1..] {
+                let ca = h.polls[h.deliveries[a as usize].poll as usize].process;
+                let cb = h.polls[h.deliveries[b as usize].poll as usize].process;
+                let (a, b, ca, cb) = if ca < cb {
+                    (a, b, ca, cb)
+                } else {
+                    (b, a, cb, ca)
+                };
+                if ca == cb {
+                    continue;
+                }
+                pairs.entry((slot, ca, cb)).or_default().push((
+                    pos_in_consumer[a as usize],
+                    pos_in_consumer[b as usize],
+                    s,
+                ));
+            }
+        }
+    }
+    let mut budget = CROSS_BUDGET;
+    let mut bounded = false;
+    let mut keys: Vec<_> = pairs.keys().copied().collect();
+    keys.sort_unstable();
+    'outer: for key in keys {
+        let list = pairs.get_mut(&key).map(std::mem::take).unwrap_or_default();
+        let mut list = list;
+        list.sort_unstable();
+        for i in 0..list.len() {
+            for j in i + 1..list.len() {
+                if budget == 0 {
+                    bounded = true;
+                    break 'outer;
+                }
+                budget -= 1;
+                let (a1, a2, sa) = list[i];
+                let (b1, b2, sb) = list[j];
+                if a1 < b1 && a2 > b2 {
+                    let x = &h.sends[sa as usize];
+                    let y = &h.sends[sb as usize];
+                    if !precedes(x, y) && !precedes(y, x) {
+                        found.hit(|| {
+                            json!({
+                                "group": h.group_name(idx.groups[key.0 as usize]),
+                                "consumers": [h.process_number(key.1), h.process_number(key.2)],
+                                "values": [x.value, y.value],
+                                "send_invokes": [x.invoke, y.invoke],
+                                "orders": [[x.value, y.value], [y.value, x.value]],
+                            })
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Findings {
+        total_order: found,
+        bounded,
+    }
+}
