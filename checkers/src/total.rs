@@ -17,6 +17,11 @@ pub(crate) struct Findings {
     pub bounded: bool,
 }
 
+/// (group slot, consumer 1, consumer 2) with consumer 1 < consumer 2.
+type ConsumerPair = (u32, u32, u32);
+/// (position in consumer 1's receipts, position in consumer 2's, send).
+type SharedReceipt = (u32, u32, u32);
+
 struct Fenwick(Vec<i32>);
 
 impl Fenwick {
@@ -139,8 +144,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                 .push(di as u32);
         }
     }
-    // (slot, c1, c2) -> (pos1, pos2, send)
-    let mut pairs: FxHashMap<(u32, u32, u32), Vec<(u32, u32, u32)>> = FxHashMap::default();
+    let mut pairs: FxHashMap<ConsumerPair, Vec<SharedReceipt>> = FxHashMap::default();
     for (&(slot, s), dels) in &shared {
         for (i, &a) in dels.iter().enumerate() {
             for &b in &dels[i + 1..] {

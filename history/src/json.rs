@@ -86,6 +86,12 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Whether a number starts here (after white space).
+    #[inline]
+    pub fn at_number(&mut self) -> bool {
+        matches!(self.peek(), Some(b'-' | b'0'..=b'9'))
+    }
+
     #[inline]
     fn eat(&mut self, c: u8) -> JResult<()> {
         if self.peek() == Some(c) {
@@ -124,6 +130,35 @@ impl<'a> Scanner<'a> {
         Ok(Some(k))
     }
 
+    /// As [`Scanner::next_key`], but first tries the keys the writer puts next
+    /// (`hints`) by a plain byte compare: the common case costs a memcmp.
+    #[inline]
+    pub fn next_key_hinted(
+        &mut self,
+        first: &mut bool,
+        hints: &[&'static str],
+    ) -> JResult<Option<Cow<'a, str>>> {
+        let b = self.b;
+        if *first || b.get(self.i) == Some(&b',') {
+            let at = if *first { self.i } else { self.i + 1 };
+            if b.get(at) == Some(&b'"') {
+                for &h in hints {
+                    let n = h.len();
+                    if b.len() >= at + 3 + n
+                        && short_eq(&b[at + 1..at + 1 + n], h.as_bytes())
+                        && b[at + 1 + n] == b'"'
+                        && b[at + 2 + n] == b':'
+                    {
+                        self.i = at + n + 3;
+                        *first = false;
+                        return Ok(Some(Cow::Borrowed(h)));
+                    }
+                }
+            }
+        }
+        self.next_key(first)
+    }
+
     pub fn begin_array(&mut self) -> JResult<()> {
         self.eat(b'[')
     }
@@ -148,26 +183,21 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string value, borrowed when it has no escapes.
+    #[inline]
     pub fn string(&mut self) -> JResult<Cow<'a, str>> {
         self.eat(b'"')?;
         let start = self.i;
-        let rest = &self.b[start..];
-        let Some(pos) = memchr::memchr2(b'"', b'\\', rest) else {
-            self.i = self.b.len();
-            return self.err("unterminated string");
-        };
-        if rest[pos] == b'"' && !rest[..pos].iter().any(|&c| c < 0x20) {
-            let s = &rest[..pos];
-            self.i = start + pos + 1;
-            return match std::str::from_utf8(s) {
-                Ok(s) => Ok(Cow::Borrowed(s)),
-                Err(_) => {
-                    self.i = start;
-                    self.err("string is not valid UTF-8")
-                }
-            };
+        let b = self.b;
+        let end = plain_run(b, start);
+        if b.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            // SAFETY: `plain_run` stops at the first byte >= 0x80, so b[start..end] is ASCII,
+            // which is valid UTF-8.
+            return Ok(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(&b[start..end])
+            }));
         }
-        self.i = start;
+        // Escapes, control characters, non-ASCII text or no closing quote.
         self.string_slow().map(Cow::Owned)
     }
 
@@ -322,11 +352,14 @@ impl<'a> Scanner<'a> {
         }
         let digits_start = i;
         let mut v: i64 = 0;
-        while let Some(&c @ b'0'..=b'9') = b.get(i) {
-            if i - digits_start >= 18 {
+        // At most 18 digits here, which cannot overflow; longer numbers take the slow path.
+        let end = (digits_start + 18).min(b.len());
+        while i < end {
+            let d = b[i].wrapping_sub(b'0');
+            if d > 9 {
                 break;
             }
-            v = v * 10 + i64::from(c - b'0');
+            v = v * 10 + i64::from(d);
             i += 1;
         }
         let simple = i > digits_start
@@ -403,6 +436,45 @@ impl<'a> Scanner<'a> {
             Kind::Null => self.null(),
         }
     }
+}
+
+/// The end of the run of plain ASCII string bytes starting at `i`: the index of
+/// the first byte that is `"`, `\\`, a control character or >= 0x80 (or the length).
+/// Eight bytes at a time with the classic "has a zero byte" bit trick.
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let q = w ^ (ONES * u64::from(b'"'));
+        let bs = w ^ (ONES * u64::from(b'\\'));
+        let special = ((q.wrapping_sub(ONES) & !q)
+            | (bs.wrapping_sub(ONES) & !bs)
+            | (w.wrapping_sub(ONES * 0x20) & !w)
+            | w)
+            & HIGH;
+        if special != 0 {
+            // The lowest flagged byte is exact (borrows only run upwards).
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Byte equality for short keys, inlined (a call to memcmp costs more than the compare).
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Why an integer field could not be read.

@@ -8,6 +8,7 @@
 use crate::error::Problem;
 use crate::op::{MicroOp, Msg, Op, OpType, Process, Value, F};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
 /// "No such thing" for interned `u32` ids.
 pub const NONE: u32 = u32::MAX;
@@ -220,7 +221,7 @@ enum PendingKind {
 }
 
 struct Pending {
-    f: String,
+    f: Cow<'static, str>,
     line: u64,
     index: u64,
     kind: PendingKind,
@@ -433,7 +434,7 @@ impl Builder {
                 return Err(Problem::InvokeWhilePending {
                     process: pnum,
                     f: op.f.name().to_string(),
-                    pending: p.f.clone(),
+                    pending: p.f.to_string(),
                     pending_line: p.line,
                 });
             }
@@ -473,7 +474,10 @@ impl Builder {
             self.pending.insert(
                 process,
                 Pending {
-                    f: op.f.name().to_string(),
+                    f: match op.f.static_name() {
+                        Some(n) => Cow::Borrowed(n),
+                        None => Cow::Owned(op.f.name().to_string()),
+                    },
                     line,
                     index: op.index,
                     kind,
@@ -494,7 +498,7 @@ impl Builder {
                 kind: op.kind.as_str(),
                 f: op.f.name().to_string(),
                 process: pnum,
-                pending: p.f,
+                pending: p.f.into_owned(),
                 pending_line: p.line,
             });
         }

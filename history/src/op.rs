@@ -60,6 +60,14 @@ pub enum F<'a> {
 impl F<'_> {
     pub fn name(&self) -> &str {
         match self {
+            F::Other(s) => s,
+            known => known.static_name().unwrap_or(""),
+        }
+    }
+
+    /// The name of a function this version knows, without borrowing the line.
+    pub fn static_name(&self) -> Option<&'static str> {
+        Some(match self {
             F::Send => "send",
             F::Poll => "poll",
             F::Ack => "ack",
@@ -69,8 +77,8 @@ impl F<'_> {
             F::Assign => "assign",
             F::Seek => "seek",
             F::Phase => "phase",
-            F::Other(s) => s,
-        }
+            F::Other(_) => return None,
+        })
     }
 
     fn from_str(s: Cow<'_, str>) -> F<'_> {
@@ -165,7 +173,7 @@ fn int(field: &'static str, e: IntError) -> Problem {
 }
 
 fn uint(s: &mut Scanner<'_>, field: &'static str) -> Result<u64, Problem> {
-    if s.kind().map_err(json)? != Kind::Number {
+    if !s.at_number() {
         return Err(Problem::bad(field, "expected a non-negative integer"));
     }
     let v = s.i64().map_err(|e| int(field, e))?;
@@ -173,7 +181,7 @@ fn uint(s: &mut Scanner<'_>, field: &'static str) -> Result<u64, Problem> {
 }
 
 fn integer(s: &mut Scanner<'_>, field: &'static str) -> Result<i64, Problem> {
-    if s.kind().map_err(json)? != Kind::Number {
+    if !s.at_number() {
         return Err(Problem::bad(field, "expected an integer"));
     }
     s.i64().map_err(|e| int(field, e))
@@ -215,7 +223,14 @@ fn msg<'a>(s: &mut Scanner<'a>, what: &'static str) -> Result<Msg<'a>, Problem> 
     let mut m = Msg::default();
     let mut have_value = false;
     let mut first = true;
-    while let Some(k) = s.next_key(&mut first).map_err(json)? {
+    let mut hints: &[&str] = &["key", "value"];
+    while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
+        hints = match &*k {
+            "key" => &["value"],
+            "value" => &["partition", "id"],
+            "partition" => &["offset"],
+            _ => &[],
+        };
         match &*k {
             "value" => {
                 m.value = integer(s, "value")?;
@@ -321,8 +336,14 @@ fn positions<'a>(s: &mut Scanner<'a>) -> Result<Vec<Position<'a>>, Problem> {
         }
         out.push(Position {
             topic,
-            partition: partition.ok_or(Problem::MissingField("partition"))?,
-            offset: offset.ok_or(Problem::MissingField("offset"))?,
+            partition: match partition {
+                Some(x) => x,
+                None => return Err(Problem::MissingField("partition")),
+            },
+            offset: match offset {
+                Some(x) => x,
+                None => return Err(Problem::MissingField("offset")),
+            },
         });
     }
     Ok(out)
@@ -431,7 +452,18 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut value: Option<Value<'_>> = None;
     let mut value_at: Option<usize> = None;
     let mut first = true;
-    while let Some(k) = s.next_key(&mut first).map_err(json)? {
+    let mut hints: &[&str] = &["index"];
+    while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
+        hints = match &*k {
+            "index" => &["time"],
+            "time" => &["process"],
+            "process" => &["type"],
+            "type" => &["f"],
+            "f" => &["value", "group"],
+            "group" => &["value"],
+            "value" => &["error"],
+            _ => &[],
+        };
         match &*k {
             "index" => index = Some(uint(&mut s, "index")?),
             "time" => time = Some(uint(&mut s, "time")?),
@@ -512,11 +544,21 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
         }
     }
     s.end().map_err(json)?;
-    let index = index.ok_or(Problem::MissingField("index"))?;
-    let time = time.ok_or(Problem::MissingField("time"))?;
-    let process = process.ok_or(Problem::MissingField("process"))?;
-    let kind = kind.ok_or(Problem::MissingField("type"))?;
-    let f = f.ok_or(Problem::MissingField("f"))?;
+    let Some(index) = index else {
+        return Err(Problem::MissingField("index"));
+    };
+    let Some(time) = time else {
+        return Err(Problem::MissingField("time"));
+    };
+    let Some(process) = process else {
+        return Err(Problem::MissingField("process"));
+    };
+    let Some(kind) = kind else {
+        return Err(Problem::MissingField("type"));
+    };
+    let Some(f) = f else {
+        return Err(Problem::MissingField("f"));
+    };
     let client = matches!(process, Process::Client(_));
     let value = match (value, value_at) {
         (Some(v), _) => v,

@@ -3,7 +3,7 @@ use crate::error::{HistoryError, Problem};
 use crate::model::{Builder, History};
 use crate::op::parse_op;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Reads and checks a history file.
@@ -13,7 +13,7 @@ pub fn read_path(path: impl AsRef<Path>) -> Result<History, HistoryError> {
         path: path.to_path_buf(),
         source,
     })?;
-    read(path, BufReader::with_capacity(1 << 20, file))
+    read(path, file)
 }
 
 /// Reads a history held in memory; `name` stands for the file in errors.
@@ -21,14 +21,18 @@ pub fn read_bytes(name: impl AsRef<Path>, data: &[u8]) -> Result<History, Histor
     read(name.as_ref(), data)
 }
 
-/// Reads a history from any buffered reader; `name` stands for the file in errors.
+/// Reads a history from any reader; `name` stands for the file in errors.
 ///
 /// Blank lines are skipped. A last line with no newline that does not parse is
 /// taken as cut off by a crash while it was written: it is left out with a
 /// warning, so an interrupted run still leaves a checkable history.
-pub fn read<R: BufRead>(name: &Path, mut input: R) -> Result<History, HistoryError> {
+///
+/// Lines are parsed in place in a large buffer (no copy per line).
+pub fn read<R: Read>(name: &Path, mut input: R) -> Result<History, HistoryError> {
     let mut builder = Builder::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    let mut buf: Vec<u8> = vec![0; 1 << 20];
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut eof = false;
     let mut line_no: u64 = 0;
     let mut warnings = Vec::new();
     let io_err = |source| HistoryError::Io {
@@ -36,15 +40,40 @@ pub fn read<R: BufRead>(name: &Path, mut input: R) -> Result<History, HistoryErr
         source,
     };
     loop {
-        buf.clear();
-        let n = input.read_until(b'\n', &mut buf).map_err(io_err)?;
-        if n == 0 {
-            break;
-        }
+        let (line_end, next, complete) = match memchr::memchr(b'\n', &buf[start..end]) {
+            Some(p) => (start + p, start + p + 1, true),
+            None if eof => {
+                if start == end {
+                    break;
+                }
+                (end, end, false)
+            }
+            None => {
+                // Move the partial line to the front, grow if one line fills the buffer, read more.
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+                if end == buf.len() {
+                    buf.resize(buf.len() * 2, 0);
+                }
+                let n = loop {
+                    match input.read(&mut buf[end..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(io_err(e)),
+                    }
+                };
+                if n == 0 {
+                    eof = true;
+                }
+                end += n;
+                continue;
+            }
+        };
         line_no += 1;
-        let complete = buf.last() == Some(&b'\n');
-        let mut line: &[u8] = &buf;
-        while let [rest @ .., b'\n' | b'\r'] = line {
+        let mut line: &[u8] = &buf[start..line_end];
+        start = next;
+        if let [rest @ .., b'\r'] = line {
             line = rest;
         }
         if line.iter().all(|c| c.is_ascii_whitespace()) {
@@ -53,7 +82,7 @@ pub fn read<R: BufRead>(name: &Path, mut input: R) -> Result<History, HistoryErr
         let op = match parse_op(line) {
             Ok(op) => op,
             Err(problem) => {
-                if !complete && at_eof(&mut input).map_err(io_err)? {
+                if !complete {
                     warnings.push(format!(
                         "{}:{line_no}: last line is cut off ({problem}); left out",
                         name.display()
@@ -70,11 +99,6 @@ pub fn read<R: BufRead>(name: &Path, mut input: R) -> Result<History, HistoryErr
     let mut h = builder.finish();
     h.warnings.extend(warnings);
     Ok(h)
-}
-
-fn at_eof<R: Read>(input: &mut R) -> std::io::Result<bool> {
-    let mut probe = [0u8; 1];
-    Ok(input.read(&mut probe)? == 0)
 }
 
 fn line_error(path: &Path, line: u64, problem: Problem) -> HistoryError {
