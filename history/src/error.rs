@@ -39,6 +39,8 @@ pub enum Problem {
     /// Not valid JSON; `column` is 1-based (bytes).
     #[error("column {column}: bad JSON: {what}")]
     Json { column: usize, what: String },
+    #[error("line is longer than {limit} bytes")]
+    LineTooLong { limit: usize },
     #[error("missing field `{0}`")]
     MissingField(&'static str),
     #[error("field `{field}`: {what}")]

@@ -131,27 +131,40 @@ impl<'a> Scanner<'a> {
     }
 
     /// As [`Scanner::next_key`], but first tries the keys the writer puts next
-    /// (`hints`) by a plain byte compare: the common case costs a memcmp.
+    /// (`hints`): the common case is two masked 8-byte compares.
     #[inline]
     pub fn next_key_hinted(
         &mut self,
         first: &mut bool,
-        hints: &[&'static str],
+        hints: &[Hint],
     ) -> JResult<Option<Cow<'a, str>>> {
         let b = self.b;
         if *first || b.get(self.i) == Some(&b',') {
             let at = if *first { self.i } else { self.i + 1 };
-            if b.get(at) == Some(&b'"') {
-                for &h in hints {
-                    let n = h.len();
+            if let Some(chunk) = b.get(at..at + 16) {
+                let mut w = [0u8; 16];
+                w.copy_from_slice(chunk);
+                let lo = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+                let hi = u64::from_le_bytes([w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15]]);
+                for h in hints {
+                    if lo & h.mask_lo == h.lo && hi & h.mask_hi == h.hi {
+                        self.i = at + h.len;
+                        *first = false;
+                        return Ok(Some(Cow::Borrowed(h.name)));
+                    }
+                }
+            } else {
+                for h in hints {
+                    let n = h.name.len();
                     if b.len() >= at + 3 + n
-                        && short_eq(&b[at + 1..at + 1 + n], h.as_bytes())
+                        && b[at] == b'"'
+                        && short_eq(&b[at + 1..at + 1 + n], h.name.as_bytes())
                         && b[at + 1 + n] == b'"'
                         && b[at + 2 + n] == b':'
                     {
-                        self.i = at + n + 3;
+                        self.i = at + h.len;
                         *first = false;
-                        return Ok(Some(Cow::Borrowed(h)));
+                        return Ok(Some(Cow::Borrowed(h.name)));
                     }
                 }
             }
@@ -469,6 +482,58 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// A key the reader expects next, as the bytes `"name":` packed for a masked compare.
+#[derive(Debug, Clone, Copy)]
+pub struct Hint {
+    pub name: &'static str,
+    /// Length of `"name":`.
+    len: usize,
+    lo: u64,
+    hi: u64,
+    mask_lo: u64,
+    mask_hi: u64,
+}
+
+impl Hint {
+    /// `name` must be at most 13 bytes of plain ASCII (so that `"name":` fits in 16).
+    pub const fn new(name: &'static str) -> Hint {
+        let n = name.len();
+        assert!(n <= 13, "hint too long");
+        let mut pat = [0u8; 16];
+        let mut mask = [0u8; 16];
+        pat[0] = b'"';
+        let mut i = 0;
+        while i < n {
+            pat[1 + i] = name.as_bytes()[i];
+            i += 1;
+        }
+        pat[1 + n] = b'"';
+        pat[2 + n] = b':';
+        let len = n + 3;
+        let mut j = 0;
+        while j < len {
+            mask[j] = 0xff;
+            j += 1;
+        }
+        Hint {
+            name,
+            len,
+            lo: u64::from_le_bytes([
+                pat[0], pat[1], pat[2], pat[3], pat[4], pat[5], pat[6], pat[7],
+            ]),
+            hi: u64::from_le_bytes([
+                pat[8], pat[9], pat[10], pat[11], pat[12], pat[13], pat[14], pat[15],
+            ]),
+            mask_lo: u64::from_le_bytes([
+                mask[0], mask[1], mask[2], mask[3], mask[4], mask[5], mask[6], mask[7],
+            ]),
+            mask_hi: u64::from_le_bytes([
+                mask[8], mask[9], mask[10], mask[11], mask[12], mask[13], mask[14], mask[15],
+            ]),
+        }
+    }
 }
 
 /// Byte equality for short keys, inlined (a call to memcmp costs more than the compare).

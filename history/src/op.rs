@@ -1,6 +1,20 @@
 //! One history event, borrowed from its line, and the parser of one line.
 use crate::error::Problem;
-use crate::json::{IntError, JsonError, Kind, Scanner};
+use crate::json::{Hint, IntError, JsonError, Kind, Scanner};
+
+// The keys in the order the writer puts them, tried first by the reader.
+const H_INDEX: Hint = Hint::new("index");
+const H_TIME: Hint = Hint::new("time");
+const H_PROCESS: Hint = Hint::new("process");
+const H_TYPE: Hint = Hint::new("type");
+const H_F: Hint = Hint::new("f");
+const H_GROUP: Hint = Hint::new("group");
+const H_VALUE: Hint = Hint::new("value");
+const H_ERROR: Hint = Hint::new("error");
+const H_KEY: Hint = Hint::new("key");
+const H_PARTITION: Hint = Hint::new("partition");
+const H_OFFSET: Hint = Hint::new("offset");
+const H_ID: Hint = Hint::new("id");
 use std::borrow::Cow;
 
 /// Who did an op.
@@ -223,12 +237,12 @@ fn msg<'a>(s: &mut Scanner<'a>, what: &'static str) -> Result<Msg<'a>, Problem> 
     let mut m = Msg::default();
     let mut have_value = false;
     let mut first = true;
-    let mut hints: &[&str] = &["key", "value"];
+    let mut hints: &[Hint] = &[H_KEY, H_VALUE];
     while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
         hints = match &*k {
-            "key" => &["value"],
-            "value" => &["partition", "id"],
-            "partition" => &["offset"],
+            "key" => &[H_VALUE],
+            "value" => &[H_PARTITION, H_ID],
+            "partition" => &[H_OFFSET],
             _ => &[],
         };
         match &*k {
@@ -452,16 +466,16 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut value: Option<Value<'_>> = None;
     let mut value_at: Option<usize> = None;
     let mut first = true;
-    let mut hints: &[&str] = &["index"];
+    let mut hints: &[Hint] = &[H_INDEX];
     while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
         hints = match &*k {
-            "index" => &["time"],
-            "time" => &["process"],
-            "process" => &["type"],
-            "type" => &["f"],
-            "f" => &["value", "group"],
-            "group" => &["value"],
-            "value" => &["error"],
+            "index" => &[H_TIME],
+            "time" => &[H_PROCESS],
+            "process" => &[H_TYPE],
+            "type" => &[H_F],
+            "f" => &[H_VALUE, H_GROUP],
+            "group" => &[H_VALUE],
+            "value" => &[H_ERROR],
             _ => &[],
         };
         match &*k {

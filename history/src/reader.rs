@@ -6,6 +6,9 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+/// The longest line the reader takes (a poll of a million messages fits easily).
+pub const MAX_LINE: usize = 256 << 20;
+
 /// Reads and checks a history file.
 pub fn read_path(path: impl AsRef<Path>) -> Result<History, HistoryError> {
     let path = path.as_ref();
@@ -54,7 +57,14 @@ pub fn read<R: Read>(name: &Path, mut input: R) -> Result<History, HistoryError>
                 end -= start;
                 start = 0;
                 if end == buf.len() {
-                    buf.resize(buf.len() * 2, 0);
+                    if buf.len() >= MAX_LINE {
+                        return Err(line_error(
+                            name,
+                            line_no + 1,
+                            Problem::LineTooLong { limit: MAX_LINE },
+                        ));
+                    }
+                    buf.resize((buf.len() * 2).min(MAX_LINE), 0);
                 }
                 let n = loop {
                     match input.read(&mut buf[end..]) {
