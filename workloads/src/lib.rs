@@ -1,1 +1,32 @@
-//! Workloads: broker drivers behind one client trait, op generators and the history recorder. (Issue 4; not built yet.)
+//! Gauntlet's workloads: broker drivers behind one client trait ([`client`]),
+//! delivery settings as configuration ([`settings`]), the recorder that writes
+//! the history as the run goes ([`recorder`]), and the workloads themselves
+//! ([`queue`]). Nothing here knows about containers: a driver gets addresses.
+pub mod client;
+pub mod drivers;
+pub mod queue;
+pub mod recorder;
+pub mod settings;
+
+pub use client::{ClientError, Consumer, Driver, Outcome, Producer, Received, Stored};
+pub use recorder::Recorder;
+pub use settings::{AckPoint, Delivery, Mode, Resolved};
+
+use std::sync::Arc;
+
+/// The driver for a broker by name, talking to `addrs` (host:port of each node's client port).
+pub fn driver_for(
+    broker: &str,
+    addrs: &[String],
+    settings: Resolved,
+) -> Result<Arc<dyn Driver>, ClientError> {
+    let first = addrs.first().cloned().unwrap_or_default();
+    match broker {
+        "redis" => Ok(Arc::new(drivers::redis::Redis::new(&first, settings))),
+        "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(&first, settings))),
+        other => Err(ClientError::Unsupported {
+            broker: "gauntlet",
+            what: format!("a queue workload driver for `{other}` (yet)"),
+        }),
+    }
+}

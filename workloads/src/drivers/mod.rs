@@ -1,0 +1,3 @@
+//! One driver per broker, each behind [`crate::client::Driver`].
+pub mod rabbitmq;
+pub mod redis;

@@ -1,0 +1,275 @@
+//! RabbitMQ (AMQP 0-9-1, lapin): a fanout exchange with one queue per group
+//! (classic, quorum or stream), publisher confirms, manual or automatic acks.
+use crate::client::{
+    body, parse_body, ClientError, Consumer, Driver, Outcome, Producer, Received, Stored,
+};
+use crate::settings::Resolved;
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use std::time::Duration;
+
+const EXCHANGE: &str = "gauntlet";
+
+pub struct RabbitMq {
+    pub uri: String,
+    pub settings: Resolved,
+}
+
+impl RabbitMq {
+    pub fn new(addr: &str, settings: Resolved) -> Self {
+        RabbitMq {
+            uri: format!("amqp://guest:guest@{addr}/%2f"),
+            settings,
+        }
+    }
+
+    async fn channel(&self) -> Result<(Connection, Channel), ClientError> {
+        let err = |e: lapin::Error| ClientError::Connect {
+            broker: "rabbitmq",
+            addr: self.uri.clone(),
+            reason: e.to_string(),
+        };
+        let conn = Connection::connect(&self.uri, ConnectionProperties::default())
+            .await
+            .map_err(err)?;
+        let ch = conn.create_channel().await.map_err(err)?;
+        Ok((conn, ch))
+    }
+
+    fn queue_name(group: &str) -> String {
+        format!("gauntlet.{group}")
+    }
+}
+
+fn setup_err(what: &str, e: lapin::Error) -> ClientError {
+    ClientError::Setup {
+        broker: "rabbitmq",
+        reason: format!("{what}: {e}"),
+    }
+}
+
+#[async_trait]
+impl Driver for RabbitMq {
+    fn name(&self) -> &'static str {
+        "rabbitmq"
+    }
+
+    async fn setup(&self, groups: &[String]) -> Result<(), ClientError> {
+        let (_conn, ch) = self.channel().await?;
+        let durable = self.settings.durable || self.settings.queue_type != "classic";
+        ch.exchange_declare(
+            EXCHANGE,
+            ExchangeKind::Fanout,
+            ExchangeDeclareOptions {
+                durable,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| setup_err("exchange.declare", e))?;
+        for g in groups {
+            let q = Self::queue_name(g);
+            let mut args = FieldTable::default();
+            args.insert(
+                ShortString::from("x-queue-type"),
+                AMQPValue::LongString(self.settings.queue_type.clone().into()),
+            );
+            ch.queue_declare(
+                &q,
+                QueueDeclareOptions {
+                    durable,
+                    ..Default::default()
+                },
+                args,
+            )
+            .await
+            .map_err(|e| setup_err(&format!("queue.declare {q}"), e))?;
+            ch.queue_bind(
+                &q,
+                EXCHANGE,
+                "",
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| setup_err(&format!("queue.bind {q}"), e))?;
+        }
+        Ok(())
+    }
+
+    async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
+        let (conn, ch) = self.channel().await?;
+        if self.settings.confirms {
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .map_err(|e| setup_err("confirm.select", e))?;
+        }
+        Ok(Box::new(RabbitProducer {
+            _conn: conn,
+            ch,
+            confirms: self.settings.confirms,
+            persistent: self.settings.durable,
+        }))
+    }
+
+    async fn consumer(&self, group: &str, process: u64) -> Result<Box<dyn Consumer>, ClientError> {
+        let (conn, ch) = self.channel().await?;
+        ch.basic_qos(64, BasicQosOptions::default())
+            .await
+            .map_err(|e| setup_err("basic.qos", e))?;
+        let stream = self.settings.queue_type == "stream";
+        let mut args = FieldTable::default();
+        if stream {
+            // Streams need an offset to start from; "first" reads what is there.
+            args.insert(
+                ShortString::from("x-stream-offset"),
+                AMQPValue::LongString("first".into()),
+            );
+        }
+        let consumer = ch
+            .basic_consume(
+                &Self::queue_name(group),
+                &format!("c{process}"),
+                BasicConsumeOptions {
+                    no_ack: !self.settings.manual_ack,
+                    ..Default::default()
+                },
+                args,
+            )
+            .await
+            .map_err(|e| setup_err("basic.consume", e))?;
+        Ok(Box::new(RabbitConsumer {
+            _conn: conn,
+            ch,
+            consumer,
+            manual_ack: self.settings.manual_ack,
+        }))
+    }
+}
+
+/// The one place publish errors become outcomes.
+fn classify<T>(e: lapin::Error) -> Outcome<T> {
+    match e {
+        // Definite: the channel or connection was already closed, so nothing was written.
+        lapin::Error::InvalidChannelState(_) | lapin::Error::InvalidConnectionState(_) => {
+            Outcome::Fail(e.to_string())
+        }
+        // Anything else (I/O errors mid-write, protocol errors): unknown.
+        other => Outcome::Info(other.to_string()),
+    }
+}
+
+struct RabbitProducer {
+    _conn: Connection,
+    ch: Channel,
+    confirms: bool,
+    persistent: bool,
+}
+
+#[async_trait]
+impl Producer for RabbitProducer {
+    async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
+        let mut props = BasicProperties::default().with_message_id(value.to_string().into());
+        if self.persistent {
+            props = props.with_delivery_mode(2);
+        }
+        let payload = body(key, value);
+        let publish = self.ch.basic_publish(
+            EXCHANGE,
+            key,
+            BasicPublishOptions::default(),
+            &payload,
+            props,
+        );
+        let confirm = match tokio::time::timeout(Duration::from_secs(5), publish).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return classify(e),
+            Err(_) => return Outcome::Info("publish did not complete within 5s".into()),
+        };
+        if !self.confirms {
+            return Outcome::Ok(Stored::default());
+        }
+        match tokio::time::timeout(Duration::from_secs(10), confirm).await {
+            Ok(Ok(c)) if c.is_ack() => Outcome::Ok(Stored::default()),
+            // A nack says the broker could not take responsibility for the message; with
+            // quorum queues it may still have been enqueued on some replicas: unknown.
+            Ok(Ok(_)) => Outcome::Info("publisher confirm: nack".into()),
+            Ok(Err(e)) => Outcome::Info(e.to_string()),
+            Err(_) => Outcome::Info("no publisher confirm within 10s".into()),
+        }
+    }
+}
+
+struct RabbitConsumer {
+    _conn: Connection,
+    ch: Channel,
+    consumer: lapin::Consumer,
+    manual_ack: bool,
+}
+
+#[async_trait]
+impl Consumer for RabbitConsumer {
+    async fn poll(&mut self, max: usize, wait: Duration) -> Outcome<Vec<Received>> {
+        let mut out = Vec::new();
+        let mut limit = wait;
+        while out.len() < max {
+            match tokio::time::timeout(limit, self.consumer.next()).await {
+                Err(_) => break,
+                Ok(None) => {
+                    if out.is_empty() {
+                        return Outcome::Info("consumer cancelled".into());
+                    }
+                    break;
+                }
+                Ok(Some(Err(e))) => {
+                    if out.is_empty() {
+                        return Outcome::Info(e.to_string());
+                    }
+                    break;
+                }
+                Ok(Some(Ok(d))) => {
+                    let Ok((key, value)) = parse_body(&d.data) else {
+                        continue;
+                    };
+                    out.push(Received {
+                        key,
+                        value,
+                        stored: Stored::default(),
+                        redelivered: d.redelivered,
+                        ack_token: d.delivery_tag.to_string(),
+                    });
+                    // After the first message, take only what is already here.
+                    limit = Duration::from_millis(5);
+                }
+            }
+        }
+        Outcome::Ok(out)
+    }
+
+    async fn ack(&mut self, msgs: &[Received]) -> Outcome<()> {
+        if !self.manual_ack {
+            return Outcome::Ok(());
+        }
+        for m in msgs {
+            let Ok(tag) = m.ack_token.parse::<u64>() else {
+                return Outcome::Fail(format!("bad delivery tag {}", m.ack_token));
+            };
+            match self.ch.basic_ack(tag, BasicAckOptions::default()).await {
+                Ok(()) => {}
+                Err(e) => return Outcome::Info(e.to_string()),
+            }
+        }
+        Outcome::Ok(())
+    }
+
+    fn acks(&self) -> bool {
+        self.manual_ack
+    }
+}

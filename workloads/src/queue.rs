@@ -1,0 +1,337 @@
+//! The `queue` workload: producers send unique values with keys (in per-key
+//! order); consumers poll, process and acknowledge, each in its own OS process
+//! (`gauntlet worker`), so a nemesis can SIGKILL one between processing and ack.
+use crate::client::{Consumer, Driver, Outcome, Received, Stored};
+use crate::recorder::Recorder;
+use crate::settings::AckPoint;
+use gauntlet_history::{Actor, Event, OpType};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A small deterministic PRNG (SplitMix64): the same seed gives the same keys.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// Producer side of the workload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct QueueConfig {
+    pub producers: usize,
+    pub consumers: usize,
+    pub keys: usize,
+    /// Messages per poll at most.
+    pub batch: usize,
+    /// Simulated processing time per message, in milliseconds.
+    pub processing_ms: u64,
+    /// Consumer groups (queues, subscriptions); each gets every message.
+    pub groups: Vec<String>,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            producers: 2,
+            consumers: 2,
+            keys: 8,
+            batch: 16,
+            processing_ms: 1,
+            groups: vec!["g1".to_string()],
+        }
+    }
+}
+
+fn stored_json(key: &str, value: i64, s: &Stored) -> Value {
+    let mut v = json!({"key": key, "value": value});
+    if let Some(p) = s.partition {
+        v["partition"] = json!(p);
+    }
+    if let Some(o) = s.offset {
+        v["offset"] = json!(o);
+    }
+    if let Some(id) = &s.id {
+        v["id"] = json!(id);
+    }
+    v
+}
+
+/// Runs `cfg.producers` producers until `stop`, at `rate` sends per second in all.
+/// Values come from `next_value` (unique across the run). Returns the sends made.
+pub async fn run_producers(
+    driver: Arc<dyn Driver>,
+    recorder: Arc<Recorder>,
+    cfg: &QueueConfig,
+    rate: f64,
+    seed: u64,
+    next_value: Arc<AtomicI64>,
+    stop: Arc<AtomicBool>,
+) -> u64 {
+    let mut tasks = Vec::new();
+    let per_producer = (rate / cfg.producers.max(1) as f64).max(0.1);
+    for p in 0..cfg.producers {
+        let (driver, recorder, next_value, stop) = (
+            driver.clone(),
+            recorder.clone(),
+            next_value.clone(),
+            stop.clone(),
+        );
+        let keys = cfg.keys.max(1) as u64;
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(p as u64));
+            let interval = Duration::from_secs_f64(1.0 / per_producer);
+            let mut sent = 0u64;
+            let start = Instant::now();
+            'outer: while !stop.load(Ordering::Relaxed) {
+                let process = recorder.new_process();
+                let mut producer = match driver.producer(process).await {
+                    Ok(p) => p,
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    // Pace: the n-th send of this producer is due at n * interval.
+                    let due = start + interval.mul_f64(sent as f64);
+                    let now = Instant::now();
+                    if due > now {
+                        tokio::time::sleep(due - now).await;
+                    }
+                    let key = format!("k{}", rng.below(keys));
+                    let value = next_value.fetch_add(1, Ordering::Relaxed);
+                    let actor = Actor::Client(process);
+                    let _ = recorder.record(
+                        &Event::new(actor.clone(), OpType::Invoke, "send")
+                            .value(json!({"key": key, "value": value})),
+                    );
+                    let outcome = producer.send(&key, value).await;
+                    sent += 1;
+                    let ev = match &outcome {
+                        Outcome::Ok(s) => {
+                            Event::new(actor, OpType::Ok, "send").value(stored_json(&key, value, s))
+                        }
+                        Outcome::Fail(e) => Event::new(actor, OpType::Fail, "send")
+                            .value(json!({"key": key, "value": value}))
+                            .error(e.clone()),
+                        Outcome::Info(e) => Event::new(actor, OpType::Info, "send")
+                            .value(json!({"key": key, "value": value}))
+                            .error(e.clone()),
+                    };
+                    let _ = recorder.record(&ev);
+                    if let Outcome::Info(_) = outcome {
+                        // Unknown state: this client comes back under a new process number.
+                        continue 'outer;
+                    }
+                }
+            }
+            sent
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap_or(0);
+    }
+    total
+}
+
+/// One event a worker reports to the harness, which stamps index, time and process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireEvent {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub f: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl WireEvent {
+    /// The history event for process `process`; `None` if the type is not one of the four.
+    pub fn into_event(self, process: u64) -> Option<Event> {
+        let kind = match self.kind.as_str() {
+            "invoke" => OpType::Invoke,
+            "ok" => OpType::Ok,
+            "fail" => OpType::Fail,
+            "info" => OpType::Info,
+            _ => return None,
+        };
+        Some(Event {
+            process: Actor::Client(process),
+            kind,
+            f: self.f,
+            group: self.group,
+            value: self.value,
+            error: self.error,
+        })
+    }
+}
+
+/// How a consumer worker runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsumerConfig {
+    pub group: String,
+    pub batch: usize,
+    pub wait: Duration,
+    pub processing: Duration,
+    pub ack_point: AckPoint,
+    /// Exit after this many polls in a row brought nothing (the final drain); `None`: run until killed.
+    pub drain_after_empty: Option<u32>,
+}
+
+fn received_json(m: &Received) -> Value {
+    let mut v = stored_json(&m.key, m.value, &m.stored);
+    if m.redelivered {
+        v["redelivered"] = json!(true);
+    }
+    v
+}
+
+fn wire(
+    kind: &str,
+    f: &str,
+    group: &str,
+    value: Option<Value>,
+    error: Option<String>,
+) -> WireEvent {
+    WireEvent {
+        kind: kind.into(),
+        f: f.into(),
+        group: Some(group.into()),
+        value,
+        error,
+    }
+}
+
+async fn ack(
+    consumer: &mut dyn Consumer,
+    cfg: &ConsumerConfig,
+    msgs: &[Received],
+    emit: &mut dyn FnMut(WireEvent),
+) -> bool {
+    if !consumer.acks() || msgs.is_empty() {
+        return true;
+    }
+    let values: Vec<i64> = msgs.iter().map(|m| m.value).collect();
+    emit(wire("invoke", "ack", &cfg.group, Some(json!(values)), None));
+    match consumer.ack(msgs).await {
+        Outcome::Ok(()) => {
+            emit(wire("ok", "ack", &cfg.group, Some(json!(values)), None));
+            true
+        }
+        Outcome::Fail(e) => {
+            emit(wire(
+                "fail",
+                "ack",
+                &cfg.group,
+                Some(json!(values)),
+                Some(e),
+            ));
+            true
+        }
+        Outcome::Info(e) => {
+            emit(wire(
+                "info",
+                "ack",
+                &cfg.group,
+                Some(json!(values)),
+                Some(e),
+            ));
+            false
+        }
+    }
+}
+
+/// The consumer loop of a worker: poll, process, acknowledge (in the configured
+/// order), reporting every op through `emit`. Returns when the drain found
+/// nothing more, or when an op's outcome is unknown (the worker then exits and
+/// the harness starts a fresh one under a new process number).
+pub async fn run_consumer(
+    consumer: &mut dyn Consumer,
+    cfg: &ConsumerConfig,
+    emit: &mut dyn FnMut(WireEvent),
+) {
+    let mut empty = 0u32;
+    loop {
+        emit(wire("invoke", "poll", &cfg.group, None, None));
+        let msgs = match consumer.poll(cfg.batch, cfg.wait).await {
+            Outcome::Ok(msgs) => {
+                emit(wire(
+                    "ok",
+                    "poll",
+                    &cfg.group,
+                    Some(Value::Array(msgs.iter().map(received_json).collect())),
+                    None,
+                ));
+                msgs
+            }
+            Outcome::Fail(e) => {
+                emit(wire("fail", "poll", &cfg.group, None, Some(e)));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            Outcome::Info(e) => {
+                emit(wire("info", "poll", &cfg.group, None, Some(e)));
+                return;
+            }
+        };
+        if msgs.is_empty() {
+            empty += 1;
+            if cfg.drain_after_empty.is_some_and(|n| empty >= n) {
+                return;
+            }
+            continue;
+        }
+        empty = 0;
+        if cfg.ack_point == AckPoint::BeforeProcessing && !ack(consumer, cfg, &msgs, emit).await {
+            return;
+        }
+        if !cfg.processing.is_zero() {
+            tokio::time::sleep(cfg.processing * msgs.len() as u32).await;
+        }
+        if cfg.ack_point == AckPoint::AfterProcessing && !ack(consumer, cfg, &msgs, emit).await {
+            return;
+        }
+    }
+}
+
+/// Makes a consumer for a worker, retrying the connection for a while (a broker may be restarting).
+pub async fn connect_consumer(
+    driver: &dyn Driver,
+    group: &str,
+    process: u64,
+    patience: Duration,
+) -> Result<Box<dyn Consumer>, crate::client::ClientError> {
+    let start = Instant::now();
+    loop {
+        match driver.consumer(group, process).await {
+            Ok(c) => return Ok(c),
+            Err(e) if start.elapsed() >= patience => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}

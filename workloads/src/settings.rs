@@ -1,0 +1,133 @@
+//! Delivery settings as configuration: a mode names a preset, any field overrides it.
+//!
+//! | mode | producer | consumer |
+//! |---|---|---|
+//! | at-most-once | no confirms (`acks=0`), no retries | auto-ack / commit before processing |
+//! | at-least-once | confirms (`acks=all`), retries | manual ack / commit after processing |
+//! | idempotent | as at-least-once, plus idempotence / dedup ids | as at-least-once |
+//! | exactly-once | idempotent plus transactions where the broker has them | read committed |
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    AtMostOnce,
+    #[default]
+    AtLeastOnce,
+    Idempotent,
+    ExactlyOnce,
+}
+
+/// When a consumer acknowledges (or commits) relative to processing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckPoint {
+    BeforeProcessing,
+    AfterProcessing,
+}
+
+/// The `[delivery]` table of a scenario. Unset fields come from `mode`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct Delivery {
+    pub mode: Mode,
+    /// The producer waits for the broker's confirmation (publisher confirms, PubAck, acks >= 1).
+    pub confirms: Option<bool>,
+    /// Kafka `acks`: "0", "1" or "all".
+    pub acks: Option<String>,
+    pub retries: Option<u32>,
+    pub idempotence: Option<bool>,
+    pub max_in_flight: Option<u32>,
+    /// The consumer acknowledges each message itself (false: the broker auto-acks on delivery).
+    pub manual_ack: Option<bool>,
+    pub ack_point: Option<AckPoint>,
+    /// RabbitMQ queue type: "classic", "quorum" or "stream".
+    pub queue_type: Option<String>,
+    /// Durable queues and persistent messages.
+    pub durable: Option<bool>,
+    /// Broker-side deduplication ids (NATS Msg-Id, SQS MessageDeduplicationId).
+    pub dedup: Option<bool>,
+    /// Transactions with read-committed consumers (Kafka).
+    pub transactions: Option<bool>,
+}
+
+/// Every setting decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Resolved {
+    pub mode: Mode,
+    pub confirms: bool,
+    pub acks: String,
+    pub retries: u32,
+    pub idempotence: bool,
+    pub max_in_flight: u32,
+    pub manual_ack: bool,
+    pub ack_point: AckPoint,
+    pub queue_type: String,
+    pub durable: bool,
+    pub dedup: bool,
+    pub transactions: bool,
+}
+
+impl Delivery {
+    pub fn resolve(&self) -> Resolved {
+        let safe = self.mode != Mode::AtMostOnce;
+        let idem = matches!(self.mode, Mode::Idempotent | Mode::ExactlyOnce);
+        Resolved {
+            mode: self.mode,
+            confirms: self.confirms.unwrap_or(safe),
+            acks: self
+                .acks
+                .clone()
+                .unwrap_or_else(|| if safe { "all" } else { "0" }.to_string()),
+            retries: self.retries.unwrap_or(if safe { 10 } else { 0 }),
+            idempotence: self.idempotence.unwrap_or(idem),
+            max_in_flight: self.max_in_flight.unwrap_or(5),
+            manual_ack: self.manual_ack.unwrap_or(safe),
+            ack_point: self.ack_point.unwrap_or(if safe {
+                AckPoint::AfterProcessing
+            } else {
+                AckPoint::BeforeProcessing
+            }),
+            queue_type: self
+                .queue_type
+                .clone()
+                .unwrap_or_else(|| if safe { "quorum" } else { "classic" }.to_string()),
+            durable: self.durable.unwrap_or(safe),
+            dedup: self.dedup.unwrap_or(idem),
+            transactions: self.transactions.unwrap_or(self.mode == Mode::ExactlyOnce),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_overrides() {
+        let amo = Delivery {
+            mode: Mode::AtMostOnce,
+            ..Default::default()
+        }
+        .resolve();
+        assert!(!amo.confirms && !amo.manual_ack && amo.acks == "0");
+        assert_eq!(amo.ack_point, AckPoint::BeforeProcessing);
+        let alo = Delivery::default().resolve();
+        assert!(alo.confirms && alo.manual_ack && alo.acks == "all" && !alo.idempotence);
+        let over = Delivery {
+            manual_ack: Some(false),
+            ..Default::default()
+        }
+        .resolve();
+        assert!(over.confirms && !over.manual_ack);
+        assert!(
+            Delivery {
+                mode: Mode::ExactlyOnce,
+                ..Default::default()
+            }
+            .resolve()
+            .transactions
+        );
+    }
+}
