@@ -20,6 +20,10 @@ enum Command {
     Images(cmd::images::ImagesCmd),
     /// Remove containers and networks that crashed runs left behind (labelled ones only).
     Clean,
+    /// Generate big histories and measure reading and checking them (speed, memory).
+    Bench(cmd::bench::BenchArgs),
+    /// Mutation-fuzz the history reader and the checker for a while.
+    Fuzz(cmd::fuzz::FuzzArgs),
 }
 
 /// Exit status for errors, as in the history contract: 0 valid, 1 invalid, 2 unknown, 3+ errors.
@@ -31,6 +35,8 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::run(args),
         Command::Images(c) => cmd::images::run(c),
         Command::Clean => cmd::clean::run(),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::Fuzz(args) => cmd::fuzz::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_ERROR)),

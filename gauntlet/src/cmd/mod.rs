@@ -1,4 +1,6 @@
 //! One module per subcommand.
+pub mod bench;
 pub mod check;
 pub mod clean;
+pub mod fuzz;
 pub mod images;
