@@ -5,7 +5,11 @@ use std::process::ExitCode;
 mod cmd;
 
 #[derive(Debug, Parser)]
-#[command(name = "gauntlet", version, about = "Chaos tests and history checks for message brokers")]
+#[command(
+    name = "gauntlet",
+    version,
+    about = "Chaos tests and history checks for message brokers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,7 +23,7 @@ enum Command {
     #[command(subcommand)]
     Images(cmd::images::ImagesCmd),
     /// Remove containers and networks that crashed runs left behind (labelled ones only).
-    Clean,
+    Clean(cmd::clean::CleanArgs),
     /// Generate big histories and measure reading and checking them (speed, memory).
     Bench(cmd::bench::BenchArgs),
     /// Mutation-fuzz the history reader and the checker for a while.
@@ -34,7 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Images(c) => cmd::images::run(c),
-        Command::Clean => cmd::clean::run(),
+        Command::Clean(args) => cmd::clean::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fuzz(args) => cmd::fuzz::run(args),
     };

@@ -1,0 +1,308 @@
+//! What each broker needs to run as a cluster: its recipe, as data, free of any
+//! container runtime. A deployment backend (Docker today) turns a recipe into nodes.
+use crate::error::HarnessError;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The brokers Gauntlet can deploy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BrokerKind {
+    RabbitMq,
+    Nats,
+    Redis,
+    /// A Kafka-protocol broker (tansu in the local image).
+    Kafka,
+    /// An SQS-compatible server (moto in the local image).
+    Sqs,
+}
+
+impl BrokerKind {
+    /// Every broker, in a stable order.
+    pub const ALL: [BrokerKind; 5] = [
+        BrokerKind::RabbitMq,
+        BrokerKind::Nats,
+        BrokerKind::Redis,
+        BrokerKind::Kafka,
+        BrokerKind::Sqs,
+    ];
+
+    /// The name used on the command line, in labels and in image names.
+    pub fn name(self) -> &'static str {
+        match self {
+            BrokerKind::RabbitMq => "rabbitmq",
+            BrokerKind::Nats => "nats",
+            BrokerKind::Redis => "redis",
+            BrokerKind::Kafka => "kafka",
+            BrokerKind::Sqs => "sqs",
+        }
+    }
+
+    /// The recipe that deploys this broker.
+    pub fn recipe(self) -> &'static dyn Recipe {
+        match self {
+            BrokerKind::RabbitMq => &crate::brokers::rabbitmq::RabbitMq,
+            BrokerKind::Nats => &crate::brokers::nats::Nats,
+            BrokerKind::Redis => &crate::brokers::redis::Redis,
+            BrokerKind::Kafka => &crate::brokers::kafka::Tansu,
+            BrokerKind::Sqs => &crate::brokers::sqs::Moto,
+        }
+    }
+
+    /// The local image Gauntlet builds for this broker: `gauntlet/<broker>:<version>`.
+    pub fn default_image(self) -> String {
+        format!("gauntlet/{}:{}", self.name(), self.recipe().version())
+    }
+}
+
+impl fmt::Display for BrokerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BrokerKind {
+    type Err = HarnessError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "rabbitmq" | "rabbit" => Ok(BrokerKind::RabbitMq),
+            "nats" | "jetstream" => Ok(BrokerKind::Nats),
+            "redis" => Ok(BrokerKind::Redis),
+            "kafka" | "tansu" => Ok(BrokerKind::Kafka),
+            "sqs" | "moto" => Ok(BrokerKind::Sqs),
+            _ => Err(HarnessError::UnknownBroker(s.to_string())),
+        }
+    }
+}
+
+/// Which conventions the image follows: Gauntlet's own Debian-based images, or the
+/// broker's official image (`rabbitmq:4`, `nats:2.10`, `redis:7`, `apache/kafka:3.9`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Flavour {
+    #[default]
+    Gauntlet,
+    Official,
+}
+
+/// The image a deployment uses, and its flavour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRef {
+    pub name: String,
+    pub flavour: Flavour,
+}
+
+impl ImageRef {
+    /// Gauntlet's local image for `broker`.
+    pub fn local(broker: BrokerKind) -> Self {
+        ImageRef {
+            name: broker.default_image(),
+            flavour: Flavour::Gauntlet,
+        }
+    }
+
+    /// An image given by name; names starting with `gauntlet/` are Gauntlet's flavour,
+    /// anything else is taken to follow the official image's conventions.
+    pub fn named(name: impl Into<String>) -> Self {
+        let name = name.into();
+        let flavour = if name.starts_with("gauntlet/") {
+            Flavour::Gauntlet
+        } else {
+            Flavour::Official
+        };
+        ImageRef { name, flavour }
+    }
+}
+
+/// What a broker (or a deployment of it) can do; nemesis and workloads consult this
+/// instead of guessing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Capabilities {
+    /// Largest number of nodes the recipe can form into one cluster.
+    pub max_nodes: usize,
+    /// Acknowledged data survives a SIGKILL and restart of a node.
+    pub durable_across_restart: bool,
+    /// Data is replicated across nodes.
+    pub replicated: bool,
+    /// Kafka-style transactions (EndTxn) are offered.
+    pub transactions: bool,
+    /// Nodes can be killed, stopped, started, paused and unpaused.
+    pub process_faults: bool,
+    /// Commands can be run inside a node with NET_ADMIN (iptables, tc).
+    pub net_admin_exec: bool,
+}
+
+/// A client port a node offers, published on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortSpec {
+    /// A short name: "amqp", "client", "kafka", "http".
+    pub name: &'static str,
+    /// The port inside the node.
+    pub port: u16,
+}
+
+/// A command run inside a node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Command {
+    pub argv: Vec<String>,
+    pub user: Option<String>,
+    pub env: Vec<String>,
+}
+
+impl Command {
+    pub fn new<S: AsRef<str>>(argv: &[S]) -> Self {
+        Command {
+            argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// `sh -c SCRIPT`.
+    pub fn shell(script: impl Into<String>) -> Self {
+        Command {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            ..Default::default()
+        }
+    }
+
+    pub fn user(mut self, user: &str) -> Self {
+        self.user = Some(user.to_string());
+        self
+    }
+
+    pub fn env(mut self, kv: &str) -> Self {
+        self.env.push(kv.to_string());
+        self
+    }
+
+    /// The command as one line, for messages.
+    pub fn display(&self) -> String {
+        self.argv.join(" ")
+    }
+}
+
+/// A readiness probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// A command inside the node that exits 0, and prints `expect` if set.
+    Exec {
+        command: Command,
+        expect: Option<String>,
+    },
+    /// An HTTP GET from the host to the node's published port `port` that answers
+    /// 200, with `expect` in the body if set.
+    Http {
+        port: &'static str,
+        path: String,
+        expect: Option<String>,
+    },
+}
+
+impl Probe {
+    pub fn exits_zero(command: Command) -> Self {
+        Probe::Exec {
+            command,
+            expect: None,
+        }
+    }
+
+    pub fn prints(command: Command, expect: &str) -> Self {
+        Probe::Exec {
+            command,
+            expect: Some(expect.to_string()),
+        }
+    }
+
+    pub fn http(port: &'static str, path: &str, expect: Option<&str>) -> Self {
+        Probe::Http {
+            port,
+            path: path.to_string(),
+            expect: expect.map(str::to_string),
+        }
+    }
+
+    /// The probe as one line, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            Probe::Exec { command, expect } => match expect {
+                Some(e) => format!("`{}` printing {e:?}", command.display()),
+                None => format!("`{}` exiting 0", command.display()),
+            },
+            Probe::Http { port, path, expect } => match expect {
+                Some(e) => format!("GET {path} on port {port} answering 200 with {e:?}"),
+                None => format!("GET {path} on port {port} answering 200"),
+            },
+        }
+    }
+}
+
+/// How one node is started.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodePlan {
+    /// Entry point and arguments (replaces the image's own entry point when set).
+    pub entrypoint: Option<Vec<String>>,
+    /// Command (arguments to the entry point, or the whole command line).
+    pub cmd: Vec<String>,
+    pub env: Vec<String>,
+    pub user: Option<String>,
+}
+
+/// A step run after all nodes are up, on one node, to join them into a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinStep {
+    pub node: usize,
+    pub command: Command,
+}
+
+/// What a recipe knows about the deployment it plans for.
+#[derive(Debug, Clone)]
+pub struct ClusterContext {
+    /// Node names, n1..nN, which are also the hostnames nodes reach each other by.
+    pub nodes: Vec<String>,
+    /// Host-side endpoint of each published port, by node index and port name
+    /// (`127.0.0.1:PORT`); for brokers that advertise addresses to clients.
+    pub host_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
+    pub flavour: Flavour,
+    /// A secret shared by the nodes of this run (e.g. the Erlang cookie).
+    pub secret: String,
+}
+
+impl ClusterContext {
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// A broker's cluster recipe: how to configure and join nodes, how to know they are
+/// ready, which client ports they offer. Pure data; no container runtime in here.
+pub trait Recipe: Send + Sync {
+    fn kind(&self) -> BrokerKind;
+    /// Broker version in Gauntlet's local image.
+    fn version(&self) -> &'static str;
+    /// Client ports each node offers (published on the host).
+    fn ports(&self) -> &'static [PortSpec];
+    /// Nodes a cluster has when the caller does not say.
+    fn default_nodes(&self) -> usize;
+    fn capabilities(&self, flavour: Flavour) -> Capabilities;
+    /// How to start node `index` (0-based).
+    fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan;
+    /// When node `index` alone is up (used again after every restart).
+    fn node_ready(&self, ctx: &ClusterContext, index: usize) -> Probe;
+    /// Steps that join the nodes, run in order once every node is ready.
+    fn join(&self, _ctx: &ClusterContext) -> Vec<JoinStep> {
+        Vec::new()
+    }
+    /// Probes that pass once the cluster as a whole is formed, by node index.
+    fn cluster_ready(&self, _ctx: &ClusterContext) -> Vec<(usize, Probe)> {
+        Vec::new()
+    }
+    /// How long a node may take to become ready.
+    fn ready_timeout(&self) -> Duration {
+        Duration::from_secs(90)
+    }
+}

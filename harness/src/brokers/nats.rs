@@ -1,0 +1,99 @@
+//! NATS with JetStream: every node lists every node's route (`nats://nK:6222`), so
+//! the mesh forms as soon as the nodes can resolve each other.
+use crate::broker::*;
+
+pub struct Nats;
+
+const PORTS: &[PortSpec] = &[
+    PortSpec {
+        name: "client",
+        port: 4222,
+    },
+    PortSpec {
+        name: "monitor",
+        port: 8222,
+    },
+];
+
+impl Recipe for Nats {
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Nats
+    }
+    fn version(&self) -> &'static str {
+        "2.15.1"
+    }
+    fn ports(&self) -> &'static [PortSpec] {
+        PORTS
+    }
+    fn default_nodes(&self) -> usize {
+        3
+    }
+    fn capabilities(&self, _flavour: Flavour) -> Capabilities {
+        Capabilities {
+            max_nodes: 9,
+            durable_across_restart: true,
+            replicated: true,
+            transactions: false,
+            process_faults: true,
+            net_admin_exec: true,
+        }
+    }
+    fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan {
+        let mut cmd: Vec<String> = [
+            "-n",
+            &ctx.nodes[index],
+            "-js",
+            "-sd",
+            "/data/jetstream",
+            "-p",
+            "4222",
+            "-m",
+            "8222",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if ctx.len() > 1 {
+            let routes: Vec<String> = ctx
+                .nodes
+                .iter()
+                .map(|n| format!("nats://{n}:6222"))
+                .collect();
+            cmd.extend([
+                "--cluster_name".into(),
+                "gauntlet".into(),
+                "--cluster".into(),
+                "nats://0.0.0.0:6222".into(),
+                "--routes".into(),
+                routes.join(","),
+            ]);
+        }
+        let entry = match ctx.flavour {
+            Flavour::Gauntlet => "/usr/local/bin/nats-server",
+            Flavour::Official => "/nats-server",
+        };
+        NodePlan {
+            entrypoint: Some(vec![entry.into()]),
+            cmd,
+            env: Vec::new(),
+            user: None,
+        }
+    }
+    fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
+        Probe::http("monitor", "/healthz?js-enabled-only=true", None)
+    }
+    fn cluster_ready(&self, ctx: &ClusterContext) -> Vec<(usize, Probe)> {
+        if ctx.len() < 2 {
+            return Vec::new();
+        }
+        let routes = format!("\"num_routes\": {}", ctx.len() - 1);
+        (0..ctx.len())
+            .flat_map(|i| {
+                [
+                    (i, Probe::http("monitor", "/routez", Some(&routes))),
+                    (i, Probe::http("monitor", "/healthz", None)),
+                ]
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,96 @@
+//! RabbitMQ: every node starts alone with the run's Erlang cookie, then n2..nN
+//! `join_cluster rabbit@n1`. Quorum queues and streams need nothing more.
+use crate::broker::*;
+
+pub struct RabbitMq;
+
+const PORTS: &[PortSpec] = &[PortSpec {
+    name: "amqp",
+    port: 5672,
+}];
+
+/// `rabbitmqctl ...` as the rabbitmq user, as the Debian package expects.
+fn ctl(args: &str) -> Command {
+    Command::shell(format!("rabbitmqctl {args}"))
+        .user("rabbitmq")
+        .env("HOME=/var/lib/rabbitmq")
+}
+
+impl Recipe for RabbitMq {
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::RabbitMq
+    }
+    fn version(&self) -> &'static str {
+        "3.10.8"
+    }
+    fn ports(&self) -> &'static [PortSpec] {
+        PORTS
+    }
+    fn default_nodes(&self) -> usize {
+        3
+    }
+    fn capabilities(&self, _flavour: Flavour) -> Capabilities {
+        Capabilities {
+            max_nodes: 9,
+            durable_across_restart: true,
+            replicated: true,
+            transactions: false,
+            process_faults: true,
+            net_admin_exec: true,
+        }
+    }
+    fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan {
+        // guest may log in from the host (the published port is on 127.0.0.1 only).
+        let prepare = format!(
+            "set -e; c=/var/lib/rabbitmq/.erlang.cookie; printf %s '{secret}' > $c; \
+             chown rabbitmq:rabbitmq $c; chmod 400 $c; \
+             mkdir -p /etc/rabbitmq/conf.d; \
+             printf 'loopback_users.guest = false\\nlisteners.tcp.default = 5672\\n' > /etc/rabbitmq/conf.d/90-gauntlet.conf",
+            secret = ctx.secret
+        );
+        let start = match ctx.flavour {
+            Flavour::Gauntlet => {
+                "cd /var/lib/rabbitmq; exec setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups \
+                 /usr/lib/rabbitmq/bin/rabbitmq-server"
+            }
+            Flavour::Official => "exec docker-entrypoint.sh rabbitmq-server",
+        };
+        NodePlan {
+            entrypoint: Some(vec!["sh".into(), "-c".into()]),
+            cmd: vec![format!("{prepare}; {start}")],
+            env: vec![
+                "HOME=/var/lib/rabbitmq".into(),
+                "RABBITMQ_LOGS=-".into(),
+                format!("RABBITMQ_NODENAME=rabbit@{}", ctx.nodes[index]),
+            ],
+            user: None,
+        }
+    }
+    fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
+        Probe::exits_zero(ctl("-q --timeout 20 await_startup"))
+    }
+    fn join(&self, ctx: &ClusterContext) -> Vec<JoinStep> {
+        let first = &ctx.nodes[0];
+        (1..ctx.len())
+            .map(|i| JoinStep {
+                node: i,
+                command: ctl(&format!(
+                    "-q stop_app && rabbitmqctl -q join_cluster rabbit@{first} && rabbitmqctl -q start_app \
+                     && rabbitmqctl -q --timeout 60 await_startup"
+                )),
+            })
+            .collect()
+    }
+    fn cluster_ready(&self, ctx: &ClusterContext) -> Vec<(usize, Probe)> {
+        vec![(
+            0,
+            Probe::prints(
+                ctl("-q eval 'length(rabbit_nodes:all_running()).'"),
+                &ctx.len().to_string(),
+            ),
+        )]
+    }
+    fn ready_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(120)
+    }
+}

@@ -1,0 +1,91 @@
+//! Redis: n1 is the primary, n2..nN start with `--replicaof n1 6379`. Append-only file
+//! with `appendfsync always`, so an acknowledged write survives a SIGKILL of its node.
+use crate::broker::*;
+
+pub struct Redis;
+
+const PORTS: &[PortSpec] = &[PortSpec {
+    name: "client",
+    port: 6379,
+}];
+
+impl Recipe for Redis {
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Redis
+    }
+    fn version(&self) -> &'static str {
+        "7.0.15"
+    }
+    fn ports(&self) -> &'static [PortSpec] {
+        PORTS
+    }
+    fn default_nodes(&self) -> usize {
+        3
+    }
+    fn capabilities(&self, _flavour: Flavour) -> Capabilities {
+        Capabilities {
+            max_nodes: 9,
+            durable_across_restart: true,
+            replicated: true,
+            transactions: false,
+            process_faults: true,
+            net_admin_exec: true,
+        }
+    }
+    fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan {
+        let mut cmd: Vec<String> = [
+            "redis-server",
+            "--bind",
+            "0.0.0.0",
+            "--protected-mode",
+            "no",
+            "--port",
+            "6379",
+            "--dir",
+            "/data",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if index > 0 {
+            cmd.extend(["--replicaof".into(), ctx.nodes[0].clone(), "6379".into()]);
+        }
+        NodePlan {
+            entrypoint: Some(vec![
+                "sh".into(),
+                "-c".into(),
+                "mkdir -p /data && exec \"$@\"".into(),
+                "redis".into(),
+            ]),
+            cmd,
+            env: Vec::new(),
+            user: None,
+        }
+    }
+    fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
+        Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG")
+    }
+    fn cluster_ready(&self, ctx: &ClusterContext) -> Vec<(usize, Probe)> {
+        let mut probes = vec![(
+            0,
+            Probe::prints(
+                Command::new(&["redis-cli", "info", "replication"]),
+                &format!("connected_slaves:{}", ctx.len() - 1),
+            ),
+        )];
+        for i in 1..ctx.len() {
+            probes.push((
+                i,
+                Probe::prints(
+                    Command::new(&["redis-cli", "info", "replication"]),
+                    "master_link_status:up",
+                ),
+            ));
+        }
+        probes
+    }
+}

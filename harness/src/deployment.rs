@@ -1,0 +1,107 @@
+//! The backend-neutral face of a running cluster: a [`Deployment`] (named nodes,
+//! client endpoints, logs, teardown) and [`NodeControl`] (process faults and exec).
+//! Docker implements both in [`crate::docker`]; Kubernetes or SSH can be added beside it.
+use crate::broker::{BrokerKind, Capabilities, Command};
+use crate::error::Result;
+use crate::RunId;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One client endpoint of one node, reachable from the host running Gauntlet.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Endpoint {
+    /// Node name (n1..nN).
+    pub node: String,
+    /// Port name from the recipe ("amqp", "client", "kafka", "http", ...).
+    pub port_name: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// What a command run inside a node printed, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub exit_code: i64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ExecOutput {
+    pub fn success(&self) -> bool {
+        self.exit_code == 0
+    }
+
+    /// stdout and stderr together, for messages.
+    pub fn combined(&self) -> String {
+        let mut s = self.stdout.clone();
+        if !self.stderr.is_empty() {
+            if !s.is_empty() && !s.ends_with('\n') {
+                s.push('\n');
+            }
+            s.push_str(&self.stderr);
+        }
+        s
+    }
+}
+
+/// Process-level faults and commands on single nodes, by node name.
+#[async_trait::async_trait]
+pub trait NodeControl: Send + Sync {
+    /// SIGKILL the node's broker process (the node keeps its disk).
+    async fn kill(&self, node: &str) -> Result<()>;
+    /// Stop gracefully (SIGTERM, then SIGKILL after `grace`).
+    async fn stop(&self, node: &str, grace: Duration) -> Result<()>;
+    /// Start a stopped or killed node. Does not wait for readiness: see
+    /// [`Deployment::wait_ready`].
+    async fn start(&self, node: &str) -> Result<()>;
+    /// Stop and start.
+    async fn restart(&self, node: &str, grace: Duration) -> Result<()>;
+    /// Freeze every process of the node (SIGSTOP-like, via the cgroup freezer).
+    async fn pause(&self, node: &str) -> Result<()>;
+    async fn unpause(&self, node: &str) -> Result<()>;
+    /// Run a command inside the node (as root with NET_ADMIN unless `command.user`
+    /// says otherwise) and wait for it, at most `timeout`.
+    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput>;
+}
+
+/// A running cluster of one broker.
+#[async_trait::async_trait]
+pub trait Deployment: NodeControl {
+    fn run_id(&self) -> &RunId;
+    fn broker(&self) -> BrokerKind;
+    /// Node names, n1..nN, stable for the life of the deployment (also across restarts).
+    fn nodes(&self) -> Vec<String>;
+    /// Every client endpoint of every node.
+    fn endpoints(&self) -> Vec<Endpoint>;
+    /// What this deployment supports.
+    fn capabilities(&self) -> Capabilities;
+    /// The endpoint of `node` for the recipe's port `port_name`.
+    fn endpoint(&self, node: &str, port_name: &str) -> Option<Endpoint> {
+        self.endpoints()
+            .into_iter()
+            .find(|e| e.node == node && e.port_name == port_name)
+    }
+    /// `host:port` of port `port_name` on every node, in node order.
+    fn addrs(&self, port_name: &str) -> Vec<String> {
+        self.endpoints()
+            .into_iter()
+            .filter(|e| e.port_name == port_name)
+            .map(|e| e.addr())
+            .collect()
+    }
+    /// Wait until `node` answers its readiness probe again (e.g. after a restart).
+    async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()>;
+    /// Wait until every node and the cluster as a whole are ready.
+    async fn wait_cluster_ready(&self, timeout: Duration) -> Result<()>;
+    /// Write each node's log into `dir` as `<node>.log`; returns the files written.
+    async fn collect_logs(&self, dir: &Path) -> Result<Vec<PathBuf>>;
+    /// Remove every node and network of the deployment. Idempotent.
+    async fn teardown(&self) -> Result<()>;
+}

@@ -1,0 +1,690 @@
+//! A cluster of one broker in Docker containers.
+use crate::broker::{
+    BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, Probe, Recipe,
+};
+use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
+use crate::error::{docker_err, io_err, HarnessError, Result};
+use crate::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
+use bollard::container::LogOutput;
+use bollard::exec::StartExecResults;
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, ExecConfig, HostConfig, NetworkCreateRequest,
+    NetworkingConfig, PortBinding,
+};
+use bollard::query_parameters::{
+    CreateContainerOptions, KillContainerOptions, LogsOptions, StartContainerOptions,
+    StopContainerOptions,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// What to deploy.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    pub broker: BrokerKind,
+    /// Number of nodes; the recipe's default when `None`.
+    pub nodes: Option<usize>,
+    pub image: ImageRef,
+    pub run_id: RunId,
+    /// Where teardown writes the node logs (`<dir>/<node>.log`), if anywhere.
+    pub logs_dir: Option<PathBuf>,
+    /// How long each node may take to become ready; the recipe's default when `None`.
+    pub ready_timeout: Option<Duration>,
+    /// Build Gauntlet's image when it is missing (as `gauntlet images build` would).
+    pub build_missing_image: bool,
+}
+
+impl ClusterSpec {
+    /// The recipe's default size, Gauntlet's local image, a fresh run id.
+    pub fn new(broker: BrokerKind) -> Self {
+        ClusterSpec {
+            broker,
+            nodes: None,
+            image: ImageRef::local(broker),
+            run_id: RunId::generate(),
+            logs_dir: None,
+            ready_timeout: None,
+            build_missing_image: false,
+        }
+    }
+
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = Some(n);
+        self
+    }
+
+    pub fn image(mut self, image: ImageRef) -> Self {
+        self.image = image;
+        self
+    }
+
+    pub fn run_id(mut self, id: RunId) -> Self {
+        self.run_id = id;
+        self
+    }
+
+    pub fn logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.logs_dir = Some(dir.into());
+        self
+    }
+
+    pub fn build_missing_image(mut self, yes: bool) -> Self {
+        self.build_missing_image = yes;
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    name: String,
+    container: String,
+    endpoints: Vec<Endpoint>,
+}
+
+/// A running cluster in Docker. Dropping it without [`Deployment::teardown`] still
+/// removes its containers and network (also while unwinding from a panic).
+pub struct DockerDeployment {
+    docker: Docker,
+    run_id: RunId,
+    broker: BrokerKind,
+    recipe: &'static dyn Recipe,
+    ctx: ClusterContext,
+    network: Option<String>,
+    nodes: Vec<Node>,
+    logs_dir: Option<PathBuf>,
+    ready_timeout: Duration,
+    torn_down: AtomicBool,
+}
+
+impl std::fmt::Debug for DockerDeployment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerDeployment")
+            .field("run_id", &self.run_id)
+            .field("broker", &self.broker)
+            .field("nodes", &self.nodes)
+            .finish()
+    }
+}
+
+/// A port on 127.0.0.1 that is free now. Chosen by us rather than by Docker so that
+/// a node keeps its host port across restarts.
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::NoPort)?;
+    let port = l.local_addr().map_err(HarnessError::NoPort)?.port();
+    Ok(port)
+}
+
+impl DockerDeployment {
+    /// Create the network and nodes, start them, join them into a cluster and wait
+    /// until it is ready. On failure everything created so far is removed.
+    pub async fn launch(docker: &Docker, spec: ClusterSpec) -> Result<Self> {
+        let recipe = spec.broker.recipe();
+        let flavour = spec.image.flavour;
+        let n = spec.nodes.unwrap_or_else(|| recipe.default_nodes());
+        let caps = recipe.capabilities(flavour);
+        if n == 0 || n > caps.max_nodes {
+            return Err(HarnessError::TooManyNodes {
+                broker: spec.broker.to_string(),
+                max: caps.max_nodes,
+                asked: n,
+            });
+        }
+        ensure_image(docker, &spec).await?;
+
+        let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
+        let mut host_endpoints = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut m = BTreeMap::new();
+            for p in recipe.ports() {
+                m.insert(p.name, ("127.0.0.1".to_string(), free_port()?));
+            }
+            host_endpoints.push(m);
+        }
+        let ctx = ClusterContext {
+            nodes: names.clone(),
+            host_endpoints,
+            flavour,
+            secret: format!(
+                "gauntletcookie{}",
+                spec.run_id.as_str().replace(['-', '.'], "")
+            ),
+        };
+        let mut dep = DockerDeployment {
+            docker: docker.clone(),
+            run_id: spec.run_id.clone(),
+            broker: spec.broker,
+            recipe,
+            ctx,
+            network: None,
+            nodes: Vec::new(),
+            logs_dir: spec.logs_dir.clone(),
+            ready_timeout: spec.ready_timeout.unwrap_or_else(|| recipe.ready_timeout()),
+            torn_down: AtomicBool::new(false),
+        };
+        // From here on, an early return drops `dep`, which removes what exists.
+        dep.create(&spec).await?;
+        dep.form().await?;
+        Ok(dep)
+    }
+
+    fn labels(&self, node: Option<&str>) -> HashMap<String, String> {
+        let mut l = HashMap::from([
+            (LABEL_RUN.to_string(), self.run_id.to_string()),
+            (LABEL_BROKER.to_string(), self.broker.to_string()),
+        ]);
+        if let Some(n) = node {
+            l.insert(LABEL_NODE.to_string(), n.to_string());
+        }
+        l
+    }
+
+    async fn create(&mut self, spec: &ClusterSpec) -> Result<()> {
+        let net_name = format!("gauntlet-{}", self.run_id);
+        let net = self
+            .docker
+            .create_network(NetworkCreateRequest {
+                name: net_name.clone(),
+                driver: Some("bridge".into()),
+                labels: Some(self.labels(None)),
+                ..Default::default()
+            })
+            .await
+            .map_err(docker_err(format!("creating network {net_name}")))?;
+        self.network = Some(net.id);
+
+        for (i, name) in self.ctx.nodes.clone().iter().enumerate() {
+            let plan = self.recipe.node(&self.ctx, i);
+            let mut bindings = HashMap::new();
+            let mut exposed = Vec::new();
+            let mut endpoints = Vec::new();
+            for p in self.recipe.ports() {
+                let (host, port) = self.ctx.host_endpoints[i][p.name].clone();
+                let key = format!("{}/tcp", p.port);
+                exposed.push(key.clone());
+                bindings.insert(
+                    key,
+                    Some(vec![PortBinding {
+                        host_ip: Some(host.clone()),
+                        host_port: Some(port.to_string()),
+                    }]),
+                );
+                endpoints.push(Endpoint {
+                    node: name.clone(),
+                    port_name: p.name.to_string(),
+                    host,
+                    port,
+                });
+            }
+            let container_name = format!("gauntlet-{}-{name}", self.run_id);
+            let body = ContainerCreateBody {
+                hostname: Some(name.clone()),
+                image: Some(spec.image.name.clone()),
+                entrypoint: plan.entrypoint.clone(),
+                cmd: Some(plan.cmd.clone()),
+                env: Some(plan.env.clone()),
+                user: plan.user.clone(),
+                labels: Some(self.labels(Some(name))),
+                exposed_ports: Some(exposed),
+                host_config: Some(HostConfig {
+                    cap_add: Some(vec!["NET_ADMIN".into()]),
+                    port_bindings: Some(bindings),
+                    network_mode: Some(net_name.clone()),
+                    init: Some(true),
+                    ..Default::default()
+                }),
+                networking_config: Some(NetworkingConfig {
+                    endpoints_config: Some(HashMap::from([(
+                        net_name.clone(),
+                        EndpointSettings {
+                            aliases: Some(vec![name.clone()]),
+                            ..Default::default()
+                        },
+                    )])),
+                }),
+                ..Default::default()
+            };
+            let created = self
+                .docker
+                .create_container(
+                    Some(CreateContainerOptions {
+                        name: Some(container_name.clone()),
+                        ..Default::default()
+                    }),
+                    body,
+                )
+                .await
+                .map_err(docker_err(format!(
+                    "creating node {name} ({container_name})"
+                )))?;
+            self.nodes.push(Node {
+                name: name.clone(),
+                container: created.id,
+                endpoints,
+            });
+        }
+        for node in &self.nodes {
+            self.docker
+                .start_container(&node.container, None::<StartContainerOptions>)
+                .await
+                .map_err(docker_err(format!("starting node {}", node.name)))?;
+        }
+        Ok(())
+    }
+
+    async fn form(&self) -> Result<()> {
+        for node in &self.nodes {
+            self.wait_ready(&node.name, self.ready_timeout).await?;
+        }
+        for step in self.recipe.join(&self.ctx) {
+            let node = &self.nodes[step.node];
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                let out = self
+                    .exec(&node.name, &step.command, self.ready_timeout)
+                    .await?;
+                if out.success() {
+                    break;
+                }
+                if attempt >= 3 {
+                    return Err(HarnessError::StepFailed {
+                        node: node.name.clone(),
+                        cmd: step.command.display(),
+                        code: out.exit_code,
+                        output: out.combined(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+        }
+        self.wait_cluster_ready(self.ready_timeout).await
+    }
+
+    fn node(&self, name: &str) -> Result<&Node> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| HarnessError::UnknownNode(name.to_string()))
+    }
+
+    fn index(&self, name: &str) -> Result<usize> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| HarnessError::UnknownNode(name.to_string()))
+    }
+
+    /// The container id of `node` (for tools that need it; nemesis should not).
+    pub fn container_id(&self, node: &str) -> Result<&str> {
+        Ok(&self.node(node)?.container)
+    }
+
+    /// The whole log of `node` (stdout and stderr).
+    pub async fn logs(&self, node: &str) -> Result<String> {
+        self.log_tail(node, None).await
+    }
+
+    async fn log_tail(&self, node: &str, lines: Option<usize>) -> Result<String> {
+        let n = self.node(node)?;
+        let mut stream = self.docker.logs(
+            &n.container,
+            Some(LogsOptions {
+                stdout: true,
+                stderr: true,
+                tail: lines.map_or_else(|| "all".to_string(), |l| l.to_string()),
+                ..Default::default()
+            }),
+        );
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(o) => out.extend_from_slice(&o.into_bytes()),
+                Err(e) => return Err(docker_err(format!("reading the log of {node}"))(e)),
+            }
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    async fn run_probe(&self, node: &str, probe: &Probe) -> Result<(bool, String)> {
+        match probe {
+            Probe::Exec { command, expect } => {
+                let out = self.exec(node, command, Duration::from_secs(30)).await?;
+                let ok = out.success()
+                    && expect
+                        .as_ref()
+                        .is_none_or(|e| out.stdout.contains(e.as_str()));
+                Ok((ok, out.combined()))
+            }
+            Probe::Http { port, path, expect } => {
+                let i = self.index(node)?;
+                let Some((host, p)) = self.ctx.host_endpoints[i].get(port).cloned() else {
+                    return Ok((false, format!("node has no port named {port}")));
+                };
+                match http_get(&host, p, path).await {
+                    Ok((status, body)) => {
+                        let ok = status == 200
+                            && expect.as_ref().is_none_or(|e| body.contains(e.as_str()));
+                        Ok((ok, format!("HTTP {status}\n{body}")))
+                    }
+                    Err(e) => Ok((false, e)),
+                }
+            }
+        }
+    }
+
+    async fn wait_probe(&self, node: &str, probe: &Probe, timeout: Duration) -> Result<()> {
+        let n = self.node(node)?;
+        let started = Instant::now();
+        loop {
+            let state = self
+                .docker
+                .inspect_container(&n.container, None)
+                .await
+                .map_err(docker_err(format!("inspecting node {node}")))?
+                .state;
+            let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
+            if !running {
+                let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
+                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
+                return Err(HarnessError::NodeExited {
+                    node: node.to_string(),
+                    status,
+                    log_tail,
+                });
+            }
+            let last = match self.run_probe(node, probe).await {
+                Ok((true, _)) => return Ok(()),
+                Ok((false, out)) => out,
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() >= timeout {
+                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
+                return Err(HarnessError::NotReady {
+                    node: node.to_string(),
+                    waited: started.elapsed(),
+                    probe: probe.display(),
+                    probe_output: tail_lines(&last, 20),
+                    log_tail,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn remove_all(&self) -> Result<()> {
+        if self.torn_down.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        super::remove_labelled(&self.docker, Some(&self.run_id)).await?;
+        self.torn_down.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn tail_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A bare HTTP/1.0 GET to a published port on the host; (status, body).
+async fn http_get(host: &str, port: u16, path: &str) -> std::result::Result<(u16, String), String> {
+    let io = async {
+        let mut s = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("connect {host}:{port}: {e}"))?;
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n");
+        s.write_all(req.as_bytes())
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        Ok::<_, String>(String::from_utf8_lossy(&buf).into_owned())
+    };
+    let text = tokio::time::timeout(Duration::from_secs(5), io)
+        .await
+        .map_err(|_| format!("GET {path} on {host}:{port} timed out"))??;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {}", tail_lines(&text, 5)))?;
+    Ok((status, body.to_string()))
+}
+
+async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
+    match docker.inspect_image(&spec.image.name).await {
+        Ok(_) => Ok(()),
+        Err(e) if super::is_not_found(&e) => {
+            if spec.build_missing_image && spec.image.flavour == Flavour::Gauntlet {
+                let opts = crate::images::BuildOptions::default();
+                crate::images::ensure_images(
+                    docker,
+                    &[spec.broker],
+                    &opts,
+                    &crate::images::StderrProgress,
+                )
+                .await
+                .map(|_| ())
+            } else {
+                Err(HarnessError::ImageMissing {
+                    image: spec.image.name.clone(),
+                    broker: spec.broker.to_string(),
+                })
+            }
+        }
+        Err(e) => Err(docker_err(format!("inspecting image {}", spec.image.name))(
+            e,
+        )),
+    }
+}
+
+#[async_trait::async_trait]
+impl NodeControl for DockerDeployment {
+    async fn kill(&self, node: &str) -> Result<()> {
+        let n = self.node(node)?;
+        self.docker
+            .kill_container(
+                &n.container,
+                Some(KillContainerOptions {
+                    signal: "SIGKILL".into(),
+                }),
+            )
+            .await
+            .map_err(docker_err(format!("killing node {node}")))
+    }
+
+    async fn stop(&self, node: &str, grace: Duration) -> Result<()> {
+        let n = self.node(node)?;
+        self.docker
+            .stop_container(
+                &n.container,
+                Some(StopContainerOptions {
+                    t: Some(i32::try_from(grace.as_secs()).unwrap_or(i32::MAX)),
+                    signal: None,
+                }),
+            )
+            .await
+            .map_err(docker_err(format!("stopping node {node}")))
+    }
+
+    async fn start(&self, node: &str) -> Result<()> {
+        let n = self.node(node)?;
+        self.docker
+            .start_container(&n.container, None::<StartContainerOptions>)
+            .await
+            .map_err(docker_err(format!("starting node {node}")))
+    }
+
+    async fn restart(&self, node: &str, grace: Duration) -> Result<()> {
+        self.stop(node, grace).await?;
+        self.start(node).await
+    }
+
+    async fn pause(&self, node: &str) -> Result<()> {
+        let n = self.node(node)?;
+        self.docker
+            .pause_container(&n.container)
+            .await
+            .map_err(docker_err(format!("pausing node {node}")))
+    }
+
+    async fn unpause(&self, node: &str) -> Result<()> {
+        let n = self.node(node)?;
+        self.docker
+            .unpause_container(&n.container)
+            .await
+            .map_err(docker_err(format!("unpausing node {node}")))
+    }
+
+    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput> {
+        let n = self.node(node)?;
+        let what = || format!("running `{}` on node {node}", command.display());
+        let run = async {
+            let created = self
+                .docker
+                .create_exec(
+                    &n.container,
+                    ExecConfig {
+                        cmd: Some(command.argv.clone()),
+                        env: Some(command.env.clone()),
+                        user: command.user.clone(),
+                        attach_stdout: Some(true),
+                        attach_stderr: Some(true),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(docker_err(what()))?;
+            let mut stdout = Vec::new();
+            let mut stderr = Vec::new();
+            if let StartExecResults::Attached { mut output, .. } = self
+                .docker
+                .start_exec(&created.id, None)
+                .await
+                .map_err(docker_err(what()))?
+            {
+                while let Some(chunk) = output.next().await {
+                    match chunk.map_err(docker_err(what()))? {
+                        LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
+                        LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                            stdout.extend_from_slice(&message)
+                        }
+                        LogOutput::StdIn { .. } => {}
+                    }
+                }
+            }
+            let inspected = self
+                .docker
+                .inspect_exec(&created.id)
+                .await
+                .map_err(docker_err(what()))?;
+            Ok(ExecOutput {
+                exit_code: inspected.exit_code.unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            })
+        };
+        tokio::time::timeout(timeout, run)
+            .await
+            .map_err(|_| HarnessError::ExecTimeout {
+                node: node.to_string(),
+                cmd: command.display(),
+                waited: timeout,
+            })?
+    }
+}
+
+#[async_trait::async_trait]
+impl Deployment for DockerDeployment {
+    fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    fn broker(&self) -> BrokerKind {
+        self.broker
+    }
+
+    fn nodes(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.endpoints.iter().cloned())
+            .collect()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = self.recipe.capabilities(self.ctx.flavour);
+        caps.max_nodes = self.nodes.len();
+        caps
+    }
+
+    async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()> {
+        let i = self.index(node)?;
+        let probe = self.recipe.node_ready(&self.ctx, i);
+        self.wait_probe(node, &probe, timeout).await
+    }
+
+    async fn wait_cluster_ready(&self, timeout: Duration) -> Result<()> {
+        for node in &self.nodes {
+            self.wait_ready(&node.name, timeout).await?;
+        }
+        for (i, probe) in self.recipe.cluster_ready(&self.ctx) {
+            self.wait_probe(&self.nodes[i].name, &probe, timeout)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn collect_logs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(io_err(format!("creating {}", dir.display())))?;
+        let mut written = Vec::new();
+        for node in &self.nodes {
+            let text = self.logs(&node.name).await?;
+            let path = dir.join(format!("{}.log", node.name));
+            tokio::fs::write(&path, text)
+                .await
+                .map_err(io_err(format!("writing {}", path.display())))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        if self.torn_down.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let logs = match &self.logs_dir {
+            Some(dir) => self.collect_logs(dir).await.map(|_| ()),
+            None => Ok(()),
+        };
+        self.remove_all().await?;
+        logs
+    }
+}
+
+impl Drop for DockerDeployment {
+    fn drop(&mut self) {
+        if self.torn_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Err(e) = super::remove_run_blocking(&self.run_id) {
+            eprintln!(
+                "gauntlet: could not remove the containers of run {}: {e} (run `gauntlet clean`)",
+                self.run_id
+            );
+        }
+    }
+}

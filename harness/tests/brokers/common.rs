@@ -1,0 +1,87 @@
+use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Where node logs of the test runs go.
+pub fn logs_dir(run: &RunId) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target-test-logs")
+        .join(run.as_str())
+}
+
+/// Form a cluster of `broker` with `nodes` nodes (the recipe's default when None).
+pub async fn launch(broker: BrokerKind, nodes: Option<usize>) -> DockerDeployment {
+    let docker = docker::connect().await.expect("Docker Engine reachable");
+    let run = RunId::from_name(&format!("test-{}-{}", broker, RunId::generate()));
+    let mut spec = ClusterSpec::new(broker)
+        .run_id(run.clone())
+        .logs_dir(logs_dir(&run))
+        .build_missing_image(true);
+    spec.nodes = nodes;
+    let started = Instant::now();
+    let dep = DockerDeployment::launch(&docker, spec)
+        .await
+        .unwrap_or_else(|e| panic!("launching {broker}: {e}"));
+    eprintln!(
+        "{broker}: {} node(s) ready in {:.1}s, endpoints {:?}",
+        dep.nodes().len(),
+        started.elapsed().as_secs_f64(),
+        dep.endpoints()
+            .iter()
+            .map(|e| format!("{}/{}={}", e.node, e.port_name, e.addr()))
+            .collect::<Vec<_>>()
+    );
+    dep
+}
+
+/// Kill `node` with SIGKILL, start it again and wait until the cluster is whole.
+pub async fn kill_and_restart(dep: &DockerDeployment, node: &str) {
+    let t = Instant::now();
+    dep.kill(node).await.expect("kill");
+    dep.start(node).await.expect("start");
+    dep.wait_cluster_ready(Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|e| panic!("after restarting {node}: {e}"));
+    eprintln!(
+        "{node} killed, restarted and ready in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// Tear down and check that no container or network with the run's label is left.
+pub async fn teardown(dep: DockerDeployment) {
+    let run = dep.run_id().clone();
+    dep.teardown().await.expect("teardown");
+    drop(dep);
+    let docker = docker::connect().await.expect("Docker Engine reachable");
+    let left = docker::list_labelled(&docker, Some(&run))
+        .await
+        .expect("list labelled");
+    assert!(left.is_empty(), "leftovers of run {run}: {left:?}");
+    assert!(
+        logs_dir(&run).join("n1.log").exists(),
+        "node logs collected into {}",
+        logs_dir(&run).display()
+    );
+}
+
+/// Retry `f` until it succeeds or `within` has passed; the last error is in the panic.
+pub async fn retry<T, E: std::fmt::Display, F, Fut>(what: &str, within: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let started = Instant::now();
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if started.elapsed() < within => {
+                eprintln!("{what}: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("{what}: still failing after {within:?}: {e}"),
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The Kafka-protocol broker (tansu in Gauntlet's image), one node, with rdkafka.
+//! `kafka_semantics_of_the_local_build` measures which Kafka semantics the build
+//! honours and prints the table that docs/brokers.md records.
+use crate::common;
+use gauntlet_harness::{BrokerKind, Deployment};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{ClientConfig, Message};
+use std::time::Duration;
+
+fn config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("socket.timeout.ms", "10000")
+        .set("message.timeout.ms", "20000");
+    c
+}
+
+async fn create_topic(bootstrap: &str, topic: &str) -> Result<(), String> {
+    let admin: AdminClient<DefaultClientContext> =
+        config(bootstrap).create().map_err(|e| e.to_string())?;
+    let res = admin
+        .create_topics(
+            &[NewTopic::new(topic, 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    for r in res {
+        match r {
+            Ok(_) => {}
+            Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((t, code)) => return Err(format!("create {t}: {code:?}")),
+        }
+    }
+    Ok(())
+}
+
+async fn produce(p: &FutureProducer, topic: &str, body: &str) -> Result<i64, String> {
+    p.send(
+        FutureRecord::to(topic).key("k").payload(body),
+        Duration::from_secs(20),
+    )
+    .await
+    .map(|d| d.offset)
+    .map_err(|(e, _)| e.to_string())
+}
+
+fn consumer(bootstrap: &str, group: &str, extra: &[(&str, &str)]) -> StreamConsumer {
+    let mut c = config(bootstrap);
+    c.set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "10000");
+    for (k, v) in extra {
+        c.set(*k, *v);
+    }
+    c.create().expect("consumer config")
+}
+
+/// Receive until `want` messages arrived or `within` passed.
+async fn receive(c: &StreamConsumer, want: usize, within: Duration) -> Vec<String> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while got.len() < want {
+        match tokio::time::timeout_at(deadline, c.recv()).await {
+            Ok(Ok(m)) => {
+                got.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
+            }
+            Ok(Err(e)) => eprintln!("recv: {e}"),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+fn producer(bootstrap: &str, extra: &[(&str, &str)]) -> FutureProducer {
+    let mut c = config(bootstrap);
+    c.set("acks", "all");
+    for (k, v) in extra {
+        c.set(*k, *v);
+    }
+    c.create().expect("producer config")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_node_round_trip_and_restart() {
+    let dep = common::launch(BrokerKind::Kafka, None).await;
+    let bootstrap = dep.addrs("kafka").join(",");
+    common::retry("create topic", Duration::from_secs(60), || {
+        create_topic(&bootstrap, "it")
+    })
+    .await;
+    let p = producer(&bootstrap, &[]);
+    common::retry("produce m1", Duration::from_secs(30), || {
+        produce(&p, "it", "m1")
+    })
+    .await;
+    let c = consumer(&bootstrap, "it-group", &[]);
+    c.subscribe(&["it"]).expect("subscribe");
+    assert_eq!(receive(&c, 1, Duration::from_secs(60)).await, vec!["m1"]);
+    drop(c);
+    drop(p);
+
+    // Memory storage: the restarted node starts empty (see docs/brokers.md).
+    common::kill_and_restart(&dep, "n1").await;
+    common::retry("create topic again", Duration::from_secs(60), || {
+        create_topic(&bootstrap, "it")
+    })
+    .await;
+    let p = producer(&bootstrap, &[]);
+    common::retry("produce m2", Duration::from_secs(30), || {
+        produce(&p, "it", "m2")
+    })
+    .await;
+    let c = consumer(&bootstrap, "it-group-2", &[]);
+    c.subscribe(&["it"]).expect("subscribe");
+    let got = receive(&c, 1, Duration::from_secs(60)).await;
+    assert_eq!(got.last().map(String::as_str), Some("m2"), "got {got:?}");
+    drop(c);
+    drop(p);
+    common::teardown(dep).await;
+}
+
+/// Measures, does not judge: prints one line per semantic. Fails only if the basics
+/// (acks=all produce and a group consume) do not work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_semantics_of_the_local_build() {
+    let dep = common::launch(BrokerKind::Kafka, None).await;
+    let bs = dep.addrs("kafka").join(",");
+    let mut table: Vec<(&str, String)> = Vec::new();
+
+    // acks=all
+    common::retry("create topic", Duration::from_secs(60), || {
+        create_topic(&bs, "sem")
+    })
+    .await;
+    let p = producer(&bs, &[]);
+    let acks = produce(&p, "sem", "a1").await;
+    assert!(acks.is_ok(), "acks=all produce: {acks:?}");
+    table.push(("acks=all", format!("ok (offset {})", acks.unwrap_or(-1))));
+    let p0 = producer(&bs, &[("acks", "0")]);
+    table.push((
+        "acks=0",
+        match produce(&p0, "sem", "a0").await {
+            Ok(_) => "ok".into(),
+            Err(e) => format!("error: {e}"),
+        },
+    ));
+
+    // idempotent producer
+    let pi = producer(&bs, &[("enable.idempotence", "true")]);
+    let r1 = produce(&pi, "sem", "i1").await;
+    let r2 = produce(&pi, "sem", "i2").await;
+    table.push((
+        "idempotent producer",
+        match (r1, r2) {
+            (Ok(a), Ok(b)) => format!("ok (InitProducerId accepted; offsets {a}, {b})"),
+            (a, b) => format!("error: {a:?} {b:?}"),
+        },
+    ));
+
+    // consumer group: commit, then a second member of the group resumes after it.
+    create_topic(&bs, "grp").await.expect("create grp");
+    for m in ["g1", "g2", "g3"] {
+        produce(&p, "grp", m).await.expect("produce grp");
+    }
+    let c1 = consumer(&bs, "sem-group", &[]);
+    c1.subscribe(&["grp"]).expect("subscribe");
+    let first = receive(&c1, 1, Duration::from_secs(60)).await;
+    let commit = c1.commit_consumer_state(CommitMode::Sync);
+    drop(c1);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let c2 = consumer(&bs, "sem-group", &[]);
+    c2.subscribe(&["grp"]).expect("subscribe");
+    let rest = receive(&c2, 2, Duration::from_secs(60)).await;
+    table.push((
+        "consumer group commit + resume",
+        format!(
+            "first member got {first:?}, commit {:?}, next member got {rest:?}",
+            commit.map_err(|e| e.to_string())
+        ),
+    ));
+    assert_eq!(first, vec!["g1"], "group consume works");
+    drop(c2);
+
+    // transactions and read_committed
+    create_topic(&bs, "txn").await.expect("create txn");
+    let pt = producer(
+        &bs,
+        &[
+            ("transactional.id", "gauntlet-sem"),
+            ("enable.idempotence", "true"),
+        ],
+    );
+    let txn = async {
+        pt.init_transactions(Duration::from_secs(20))
+            .map_err(|e| format!("init: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, "txn", "aborted").await?;
+        pt.abort_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("abort: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, "txn", "committed").await?;
+        pt.commit_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("commit: {e}"))?;
+        Ok::<_, String>(())
+    }
+    .await;
+    table.push((
+        "transactions (init/abort/commit)",
+        match &txn {
+            Ok(()) => "ok".into(),
+            Err(e) => format!("error: {e}"),
+        },
+    ));
+    if txn.is_ok() {
+        let rc = consumer(&bs, "sem-rc", &[("isolation.level", "read_committed")]);
+        rc.subscribe(&["txn"]).expect("subscribe");
+        let got = receive(&rc, 2, Duration::from_secs(20)).await;
+        table.push((
+            "read_committed hides aborted",
+            format!("read_committed consumer got {got:?}"),
+        ));
+        let ru = consumer(&bs, "sem-ru", &[("isolation.level", "read_uncommitted")]);
+        ru.subscribe(&["txn"]).expect("subscribe");
+        let got = receive(&ru, 2, Duration::from_secs(20)).await;
+        table.push((
+            "read_uncommitted sees aborted",
+            format!("read_uncommitted consumer got {got:?}"),
+        ));
+    } else {
+        table.push((
+            "read_committed hides aborted",
+            "untested (no transactions)".into(),
+        ));
+    }
+    drop(pt);
+
+    // durability across SIGKILL + restart
+    common::kill_and_restart(&dep, "n1").await;
+    let c3 = consumer(&bs, "sem-after", &[]);
+    let meta = c3.fetch_metadata(Some("sem"), Duration::from_secs(10));
+    let after = match meta {
+        Ok(_) => {
+            c3.subscribe(&["sem"]).expect("subscribe");
+            let got = receive(&c3, 1, Duration::from_secs(15)).await;
+            format!("after SIGKILL + restart a consumer got {got:?} from topic sem")
+        }
+        Err(e) => format!("after SIGKILL + restart: metadata error {e}"),
+    };
+    table.push(("durability across restart", after));
+    drop(c3);
+
+    eprintln!(
+        "\n== Kafka semantics of the local build ({}):",
+        BrokerKind::Kafka.default_image()
+    );
+    for (k, v) in &table {
+        eprintln!("| {k} | {v} |");
+    }
+    drop(p);
+    drop(p0);
+    drop(pi);
+    common::teardown(dep).await;
+}

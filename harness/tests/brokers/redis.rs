@@ -1,0 +1,69 @@
+//! Redis, a primary (n1) and two replicas, a list as the queue (redis crate).
+use crate::common;
+use gauntlet_harness::{BrokerKind, Deployment};
+use redis::aio::MultiplexedConnection;
+use std::time::Duration;
+
+async fn conn(addr: &str) -> Result<MultiplexedConnection, redis::RedisError> {
+    redis::Client::open(format!("redis://{addr}/"))?
+        .get_multiplexed_async_connection()
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn primary_and_two_replicas_survive_kill_of_the_primary() {
+    let dep = common::launch(BrokerKind::Redis, Some(3)).await;
+    let addrs = dep.addrs("client");
+    let mut primary =
+        common::retry("connect n1", Duration::from_secs(30), || conn(&addrs[0])).await;
+
+    let _: i64 = redis::cmd("LPUSH")
+        .arg("q")
+        .arg("m1")
+        .query_async(&mut primary)
+        .await
+        .expect("lpush m1");
+    let got: Option<String> = redis::cmd("RPOP")
+        .arg("q")
+        .query_async(&mut primary)
+        .await
+        .expect("rpop");
+    assert_eq!(got.as_deref(), Some("m1"));
+
+    let _: i64 = redis::cmd("LPUSH")
+        .arg("q")
+        .arg("m2")
+        .query_async(&mut primary)
+        .await
+        .expect("lpush m2");
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(2)
+        .arg(5000)
+        .query_async(&mut primary)
+        .await
+        .expect("wait");
+    assert_eq!(acked, 2, "both replicas acknowledged m2");
+    let mut replica =
+        common::retry("connect n2", Duration::from_secs(30), || conn(&addrs[1])).await;
+    let seen: Vec<String> = redis::cmd("LRANGE")
+        .arg("q")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut replica)
+        .await
+        .expect("lrange on replica");
+    assert_eq!(seen, vec!["m2".to_string()]);
+
+    // The append-only file (fsync always) brings m2 back after SIGKILL of the primary.
+    common::kill_and_restart(&dep, "n1").await;
+    let mut primary =
+        common::retry("reconnect n1", Duration::from_secs(30), || conn(&addrs[0])).await;
+    let got: Option<String> = redis::cmd("RPOP")
+        .arg("q")
+        .query_async(&mut primary)
+        .await
+        .expect("rpop m2");
+    assert_eq!(got.as_deref(), Some("m2"));
+
+    common::teardown(dep).await;
+}
