@@ -86,14 +86,17 @@ impl Recipe for Nats {
         if ctx.len() < 2 {
             return Vec::new();
         }
-        let routes = format!("\"num_routes\": {}", ctx.len() - 1);
-        (0..ctx.len())
-            .flat_map(|i| {
-                [
-                    (i, Probe::http("monitor", "/routez", Some(&routes))),
-                    (i, Probe::http("monitor", "/healthz", None)),
-                ]
-            })
-            .collect()
+        // Route pooling makes several routes per peer: look for each peer by name.
+        let mut probes = Vec::new();
+        for i in 0..ctx.len() {
+            for (j, peer) in ctx.nodes.iter().enumerate() {
+                if i != j {
+                    let want = format!("\"remote_name\": \"{peer}\"");
+                    probes.push((i, Probe::http("monitor", "/routez", Some(&want))));
+                }
+            }
+            probes.push((i, Probe::http("monitor", "/healthz", None)));
+        }
+        probes
     }
 }
