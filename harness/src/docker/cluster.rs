@@ -276,10 +276,17 @@ impl DockerDeployment {
         Ok(())
     }
 
+    /// Every node's own probe, all nodes at once.
+    async fn wait_nodes_ready(&self, timeout: Duration) -> Result<()> {
+        futures_util::future::try_join_all(
+            self.nodes.iter().map(|n| self.wait_ready(&n.name, timeout)),
+        )
+        .await
+        .map(|_| ())
+    }
+
     async fn form(&self) -> Result<()> {
-        for node in &self.nodes {
-            self.wait_ready(&node.name, self.ready_timeout).await?;
-        }
+        self.wait_nodes_ready(self.ready_timeout).await?;
         for step in self.recipe.join(&self.ctx) {
             let node = &self.nodes[step.node];
             let mut attempt = 0;
@@ -636,9 +643,7 @@ impl Deployment for DockerDeployment {
     }
 
     async fn wait_cluster_ready(&self, timeout: Duration) -> Result<()> {
-        for node in &self.nodes {
-            self.wait_ready(&node.name, timeout).await?;
-        }
+        self.wait_nodes_ready(timeout).await?;
         for (i, probe) in self.recipe.cluster_ready(&self.ctx) {
             self.wait_probe(&self.nodes[i].name, &probe, timeout)
                 .await?;

@@ -4,6 +4,7 @@
 //! real client library, kills and restarts a node, receives again, tears down and
 //! checks that nothing labelled with its run id is left.
 mod common;
+mod control;
 mod kafka;
 mod nats;
 mod rabbitmq;

@@ -1,0 +1,157 @@
+//! Node control and cleanup, on a one-node Redis (the quickest broker to start):
+//! pause/unpause, stop/start/restart, exec with NET_ADMIN, and that the run's
+//! label is what cleanup goes by (a leaked deployment goes, unlabelled objects stay).
+use crate::common;
+use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::{BrokerKind, Command, Deployment, NodeControl, RunId};
+use std::time::Duration;
+
+async fn ping(addr: &str) -> Result<String, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let fut = async {
+        let mut c = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut c).await
+    };
+    match tokio::time::timeout(Duration::from_secs(2), fut).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_stop_restart_and_exec_with_net_admin() {
+    let dep = common::launch(BrokerKind::Redis, Some(1)).await;
+    let addr = dep.addrs("client")[0].clone();
+    assert_eq!(
+        common::retry("ping", Duration::from_secs(20), || ping(&addr)).await,
+        "PONG"
+    );
+
+    dep.pause("n1").await.expect("pause");
+    assert!(ping(&addr).await.is_err(), "a paused node does not answer");
+    dep.unpause("n1").await.expect("unpause");
+    assert_eq!(
+        common::retry("ping after unpause", Duration::from_secs(20), || ping(
+            &addr
+        ))
+        .await,
+        "PONG"
+    );
+
+    dep.stop("n1", Duration::from_secs(5)).await.expect("stop");
+    assert!(ping(&addr).await.is_err(), "a stopped node does not answer");
+    dep.start("n1").await.expect("start");
+    dep.wait_ready("n1", Duration::from_secs(60))
+        .await
+        .expect("ready after start");
+    dep.restart("n1", Duration::from_secs(5))
+        .await
+        .expect("restart");
+    dep.wait_ready("n1", Duration::from_secs(60))
+        .await
+        .expect("ready after restart");
+    assert_eq!(
+        common::retry(
+            "ping after restart, same host port",
+            Duration::from_secs(20),
+            || ping(&addr)
+        )
+        .await,
+        "PONG"
+    );
+
+    // iptables inside the node needs NET_ADMIN, which every node has.
+    let drop_rule = [
+        "iptables", "-A", "INPUT", "-p", "tcp", "--dport", "6379", "-j", "DROP",
+    ];
+    let out = dep
+        .exec("n1", &Command::new(&drop_rule), Duration::from_secs(20))
+        .await
+        .expect("exec");
+    assert!(out.success(), "iptables DROP: {}", out.combined());
+    assert!(ping(&addr).await.is_err(), "traffic dropped by iptables");
+    let undo = [
+        "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "6379", "-j", "DROP",
+    ];
+    let out = dep
+        .exec("n1", &Command::new(&undo), Duration::from_secs(20))
+        .await
+        .expect("exec");
+    assert!(out.success(), "iptables -D: {}", out.combined());
+    assert_eq!(
+        common::retry("ping after heal", Duration::from_secs(20), || ping(&addr)).await,
+        "PONG"
+    );
+    let out = dep
+        .exec(
+            "n1",
+            &Command::new(&["tc", "qdisc", "show"]),
+            Duration::from_secs(20),
+        )
+        .await
+        .expect("exec tc");
+    assert!(out.success(), "tc: {}", out.combined());
+    let out = dep
+        .exec(
+            "n1",
+            &Command::shell("echo $0 >&2; exit 3"),
+            Duration::from_secs(20),
+        )
+        .await
+        .expect("exec");
+    assert_eq!((out.exit_code, out.stderr.trim()), (3, "sh"));
+
+    common::teardown(dep).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_goes_by_the_run_label_only() {
+    let docker = docker::connect().await.expect("Docker Engine reachable");
+    let run = RunId::from_name(&format!("test-clean-{}", RunId::generate()));
+    // An unlabelled network that merely shares the name prefix must survive.
+    let bystander = format!("gauntlet-{run}-bystander");
+    let created = docker
+        .create_network(bollard::models::NetworkCreateRequest {
+            name: bystander.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("create unlabelled network");
+
+    let spec = ClusterSpec::new(BrokerKind::Redis)
+        .nodes(1)
+        .run_id(run.clone());
+    let dep = DockerDeployment::launch(&docker, spec)
+        .await
+        .expect("launch");
+    // A crashed run: the deployment is never torn down nor dropped.
+    std::mem::forget(dep);
+    let left = docker::list_labelled(&docker, Some(&run))
+        .await
+        .expect("list");
+    assert_eq!(
+        (left.containers.len(), left.networks.len()),
+        (1, 1),
+        "{left:?}"
+    );
+
+    let removed = docker::remove_labelled(&docker, Some(&run))
+        .await
+        .expect("clean");
+    assert_eq!((removed.containers.len(), removed.networks.len()), (1, 1));
+    assert!(docker::list_labelled(&docker, Some(&run))
+        .await
+        .expect("list")
+        .is_empty());
+    let still = docker
+        .inspect_network(
+            &created.id,
+            None::<bollard::query_parameters::InspectNetworkOptions>,
+        )
+        .await;
+    assert!(still.is_ok(), "the unlabelled network was left alone");
+    docker
+        .remove_network(&created.id)
+        .await
+        .expect("remove the bystander");
+}
