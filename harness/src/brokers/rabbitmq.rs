@@ -64,7 +64,8 @@ impl Recipe for RabbitMq {
                 format!("RABBITMQ_NODENAME=rabbit@{}", ctx.nodes[index]),
                 // Idle Erlang schedulers spin by default; three nodes on two cores
                 // then starve each other (and the rabbitmqctl calls that join them).
-                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=+sbwt none +sbwtdcpu none +sbwtdio none".into(),
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=+sbwt none +sbwtdcpu none +sbwtdio none"
+                    .into(),
             ],
             user: None,
         }
