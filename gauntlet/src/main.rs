@@ -28,6 +28,10 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Mutation-fuzz the history reader and the checker for a while.
     Fuzz(cmd::fuzz::FuzzArgs),
+    /// Re-render a run folder's report.html and junit.xml from its history and verdict.
+    Report(cmd::report::ReportArgs),
+    /// Serve an index of the runs under a results folder on 127.0.0.1.
+    Serve(cmd::serve::ServeArgs),
 }
 
 /// Exit status for errors, as in the history contract: 0 valid, 1 invalid, 2 unknown, 3+ errors.
@@ -41,6 +45,8 @@ fn main() -> ExitCode {
         Command::Clean(args) => cmd::clean::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fuzz(args) => cmd::fuzz::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_ERROR)),

@@ -1,8 +1,29 @@
-//! Gauntlet's reports: one verdict, several readers. The verdict JSON of the
-//! v1 contract and a terminal summary now; HTML and JUnit read the same verdict.
+//! Gauntlet's reports: one verdict, several readers.
+//!
+//! * [`verdict_json`]: the verdict JSON of the v1 contract (its schema is
+//!   `docs/verdict.schema.json`).
+//! * [`terminal::summary`]: the summary `gauntlet check` prints.
+//! * [`html::render`]: one self-contained HTML page (inline CSS and SVG, no
+//!   script, no network), bounded in size whatever the history's size.
+//! * [`junit::junit_xml`]: JUnit XML for CI, a test case per guarantee and per
+//!   anomaly type.
+//! * [`index`] and [`serve`]: the index of a results folder and a small HTTP
+//!   server for it on 127.0.0.1.
+//!
+//! [`write_run_reports`] writes `report.html` and `junit.xml` into a run folder;
+//! [`rerender_run`] rebuilds them from the folder's history and verdict.
+pub mod escape;
+pub mod html;
+pub mod index;
+pub mod junit;
+pub mod nemesis;
+pub mod scenario;
+pub mod serve;
 pub mod terminal;
 
-use gauntlet_checkers::Verdict;
+use gauntlet_checkers::{CheckOptions, Guarantee, Verdict};
+use gauntlet_history::{History, HistoryError};
+use std::path::{Path, PathBuf};
 
 /// The verdict as the contract's JSON, pretty-printed, with a final newline.
 pub fn verdict_json(v: &Verdict) -> String {
@@ -10,4 +31,138 @@ pub fn verdict_json(v: &Verdict) -> String {
         serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     s.push('\n');
     s
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    #[error("{path}: not a verdict of the v1 contract: {source}")]
+    Verdict {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{0}: no history.jsonl in this run folder")]
+    NoHistory(PathBuf),
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+    std::fs::write(path, text).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// "scenario / timestamp" of a run folder (`results/<scenario>/<timestamp>`),
+/// symlinks such as `latest` resolved.
+pub fn run_title(run_dir: &Path) -> String {
+    let real = run_dir
+        .canonicalize()
+        .unwrap_or_else(|_| run_dir.to_path_buf());
+    let name = |p: Option<&Path>| {
+        p.and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let ts = name(Some(&real));
+    let scenario = name(real.parent());
+    if scenario.is_empty() {
+        ts
+    } else {
+        format!("{scenario} / {ts}")
+    }
+}
+
+/// Writes `report.html` and `junit.xml` into a run folder (`gauntlet run` calls
+/// this after writing `history.jsonl` and `verdict.json`).
+pub fn write_run_reports(
+    run_dir: &Path,
+    history: &History,
+    verdict: &Verdict,
+    scenario_toml: Option<&str>,
+) -> Result<(), ReportError> {
+    let title = run_title(run_dir);
+    let page = html::render(
+        history,
+        verdict,
+        &html::HtmlOptions {
+            title: &title,
+            scenario_toml,
+        },
+    );
+    write_file(&run_dir.join("report.html"), &page)?;
+    write_file(
+        &run_dir.join("junit.xml"),
+        &junit::junit_xml(verdict, &title),
+    )
+}
+
+/// What [`rerender_run`] did.
+#[derive(Debug, Clone)]
+pub struct Rerendered {
+    pub verdict: Verdict,
+    /// The verdict was computed again (no verdict.json, or asked to), and verdict.json written.
+    pub rechecked: bool,
+}
+
+/// Re-renders a run folder's reports from its `history.jsonl` and `verdict.json`.
+///
+/// Without a verdict.json, or with `recheck`, the history is checked again
+/// against `expect` (else the verdict's `expected`, else at-least-once) and
+/// verdict.json is written.
+pub fn rerender_run(
+    run_dir: &Path,
+    recheck: bool,
+    expect: Option<Vec<Guarantee>>,
+) -> Result<Rerendered, ReportError> {
+    let hist_path = run_dir.join("history.jsonl");
+    if !hist_path.is_file() {
+        return Err(ReportError::NoHistory(run_dir.to_path_buf()));
+    }
+    let history = gauntlet_history::read_path(&hist_path)?;
+    let verdict_path = run_dir.join("verdict.json");
+    let stored: Option<Verdict> = match std::fs::read(&verdict_path) {
+        Ok(bytes) => {
+            Some(
+                serde_json::from_slice(&bytes).map_err(|source| ReportError::Verdict {
+                    path: verdict_path.clone(),
+                    source,
+                })?,
+            )
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(ReportError::Io {
+                path: verdict_path,
+                source,
+            })
+        }
+    };
+    let scenario = std::fs::read_to_string(run_dir.join("scenario.toml")).ok();
+    let (verdict, rechecked) = match stored {
+        Some(v) if !recheck && expect.is_none() => (v, false),
+        stored => {
+            let expect = expect
+                .or_else(|| stored.map(|v| v.expected).filter(|e| !e.is_empty()))
+                .unwrap_or_else(|| vec![Guarantee::AtLeastOnce]);
+            let opts = CheckOptions {
+                expect,
+                ..CheckOptions::default()
+            };
+            let v = gauntlet_checkers::check(&history, &opts);
+            write_file(&verdict_path, &verdict_json(&v))?;
+            (v, true)
+        }
+    };
+    write_run_reports(run_dir, &history, &verdict, scenario.as_deref())?;
+    Ok(Rerendered { verdict, rechecked })
 }

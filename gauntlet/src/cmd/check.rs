@@ -15,6 +15,12 @@ pub struct CheckArgs {
     /// Write the verdict JSON here (`-` for stdout; the summary then goes to stderr).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// Write the self-contained HTML report here.
+    #[arg(long, value_name = "OUT")]
+    pub html: Option<PathBuf>,
+    /// Write JUnit XML here (a test case per guarantee and per anomaly type).
+    #[arg(long, value_name = "OUT")]
+    pub junit: Option<PathBuf>,
     /// Examples kept per anomaly type.
     #[arg(long, default_value_t = 10)]
     pub max_examples: usize,
@@ -44,6 +50,22 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         } else {
             print!("{summary}");
         }
+    }
+    let source = args.file.display().to_string();
+    if let Some(p) = &args.html {
+        let page = gauntlet_report::html::render(
+            &history,
+            &verdict,
+            &gauntlet_report::html::HtmlOptions {
+                title: &source,
+                scenario_toml: None,
+            },
+        );
+        std::fs::write(p, page).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &args.junit {
+        let xml = gauntlet_report::junit::junit_xml(&verdict, &source);
+        std::fs::write(p, xml).with_context(|| format!("writing {}", p.display()))?;
     }
     match &args.json {
         Some(p) if to_stdout => {

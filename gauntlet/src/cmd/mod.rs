@@ -4,3 +4,5 @@ pub mod check;
 pub mod clean;
 pub mod fuzz;
 pub mod images;
+pub mod report;
+pub mod serve;

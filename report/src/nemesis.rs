@@ -1,0 +1,243 @@
+//! Fault intervals from the nemesis events of a history, for shading plots.
+//!
+//! The history keeps every nemesis op (`process: "nemesis"`) as an event with
+//! its `f`, `type` and raw `value`. A fault is shown as an interval from the
+//! event that starts it to the event that ends it, paired by this rule:
+//!
+//! * An event whose value has `"end": true` ends the latest open fault (of the
+//!   same target, when the value names one).
+//! * Ending names: `resume` ends `pause`; `heal` (also `heal-all`, `repair`)
+//!   ends every open `partition`-like fault (any `f` containing `partition`,
+//!   `cut`, `drop`, `delay`, `slow`); `start`/`restart` end a `kill` or `stop`
+//!   of the same target; `stop-X` ends `start-X`; `X-end` / `end-X` end `X`.
+//!   A plain `stop` ends an open generic `start`, else it starts a node stop.
+//!   A plain `start` ends an open `kill`/`stop`, else it starts a generic fault.
+//! * A `kill` whose value names a client `process` (and no `node`) is instant:
+//!   the client comes back under a new process number, so nothing stays down.
+//! * An `invoke` followed by the `info` of the same `f` and target (Jepsen's
+//!   nemesis writes both) is one event: the second one is not a new fault.
+//! * A `heal` with nothing open, or any end with nothing to end, is an instant.
+//! * A fault still open at the end of the history lasts until its last op.
+use gauntlet_history::model::NemesisEvent;
+use gauntlet_history::OpType;
+
+/// One fault, from the op that started it to the op that ended it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    pub f: String,
+    /// The node, nodes or process the fault was aimed at ("" when none is named).
+    pub target: String,
+    pub start_time: u64,
+    pub start_index: u64,
+    /// `None`: never ended (shaded to the end of the history).
+    pub end_time: Option<u64>,
+    pub end_index: Option<u64>,
+    pub end_f: Option<String>,
+}
+
+/// The fault intervals and the instant events (indices into the event list).
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    pub intervals: Vec<Interval>,
+    pub instants: Vec<usize>,
+}
+
+fn parse_value(raw: &str) -> Option<serde_json::Value> {
+    if raw.is_empty() {
+        return None;
+    }
+    serde_json::from_str(raw).ok()
+}
+
+/// The target a nemesis value names: `node`, `nodes`, `process`, `target`, or a bare string.
+pub fn target_of(raw: &str) -> String {
+    let Some(v) = parse_value(raw) else {
+        return String::new();
+    };
+    let show = |x: &serde_json::Value| match x {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match &v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(m) => ["node", "nodes", "target", "process"]
+            .iter()
+            .find_map(|k| m.get(*k).map(show))
+            .unwrap_or_default(),
+        serde_json::Value::Array(_) => v.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn is_end_marked(raw: &str) -> bool {
+    matches!(parse_value(raw), Some(serde_json::Value::Object(m)) if m.get("end") == Some(&serde_json::Value::Bool(true)))
+}
+
+fn names_client_only(raw: &str) -> bool {
+    matches!(parse_value(raw), Some(serde_json::Value::Object(m)) if m.contains_key("process") && !m.contains_key("node") && !m.contains_key("nodes"))
+}
+
+fn partition_like(f: &str) -> bool {
+    [
+        "partition",
+        "cut",
+        "drop",
+        "delay",
+        "slow",
+        "isolate",
+        "netem",
+    ]
+    .iter()
+    .any(|w| f.contains(w))
+}
+
+/// Pairs fault starts with their ends (see the module docs for the rule).
+pub fn faults(events: &[NemesisEvent]) -> Faults {
+    let mut out = Faults::default();
+    // Indices into out.intervals of the faults still open.
+    let mut open: Vec<usize> = Vec::new();
+    let mut last: Option<(OpType, String, String, usize)> = None;
+    for (i, e) in events.iter().enumerate() {
+        let f = e.f.as_str();
+        let target = target_of(&e.value);
+        // invoke then info of the same fault: one event.
+        if let Some((OpType::Invoke, lf, lt, li)) = &last {
+            if e.kind != OpType::Invoke && lf == f && *lt == target {
+                let _ = li;
+                last = None;
+                continue;
+            }
+        }
+        last = Some((e.kind, f.to_string(), target.clone(), i));
+        let mut close = |pred: &dyn Fn(&Interval) -> bool, all: bool| -> bool {
+            let mut closed = false;
+            let mut k = open.len();
+            while k > 0 {
+                k -= 1;
+                let iv = &mut out.intervals[open[k]];
+                if pred(iv) {
+                    iv.end_time = Some(e.time);
+                    iv.end_index = Some(e.index);
+                    iv.end_f = Some(e.f.clone());
+                    open.remove(k);
+                    closed = true;
+                    if !all {
+                        break;
+                    }
+                }
+            }
+            closed
+        };
+        let same_target =
+            |iv: &Interval| target.is_empty() || iv.target.is_empty() || iv.target == target;
+        let ended = if is_end_marked(&e.value) {
+            Some(close(&|iv| same_target(iv), false))
+        } else if f == "resume" {
+            Some(close(&|iv| iv.f == "pause" && same_target(iv), false))
+        } else if matches!(f, "heal" | "heal-all" | "repair") {
+            Some(close(&|iv| partition_like(&iv.f), true))
+        } else if f == "restart" {
+            Some(close(
+                &|iv| matches!(iv.f.as_str(), "kill" | "stop") && same_target(iv),
+                false,
+            ))
+        } else if f == "start" {
+            let c = close(
+                &|iv| matches!(iv.f.as_str(), "kill" | "stop") && same_target(iv),
+                false,
+            );
+            if c {
+                Some(true)
+            } else {
+                None
+            }
+        } else if f == "stop" {
+            let c = close(&|iv| iv.f == "start" && same_target(iv), false);
+            if c {
+                Some(true)
+            } else {
+                None
+            }
+        } else if let Some(rest) = f.strip_prefix("stop-") {
+            let want = format!("start-{rest}");
+            Some(close(&|iv| iv.f == want, false))
+        } else {
+            f.strip_suffix("-end")
+                .or_else(|| f.strip_prefix("end-"))
+                .map(|base| close(&|iv| iv.f == base && same_target(iv), false))
+        };
+        match ended {
+            Some(true) => {}
+            Some(false) => out.instants.push(i),
+            None => {
+                if f == "kill" && names_client_only(&e.value) {
+                    out.instants.push(i);
+                    continue;
+                }
+                open.push(out.intervals.len());
+                out.intervals.push(Interval {
+                    f: e.f.clone(),
+                    target,
+                    start_time: e.time,
+                    start_index: e.index,
+                    end_time: None,
+                    end_index: None,
+                    end_f: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(index: u64, kind: OpType, f: &str, value: &str) -> NemesisEvent {
+        NemesisEvent {
+            index,
+            time: index * 10,
+            kind,
+            f: f.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn pairs_starts_and_ends() {
+        let events = vec![
+            ev(1, OpType::Invoke, "kill", r#"{"node":"n1"}"#),
+            ev(2, OpType::Info, "kill", r#"{"node":"n1"}"#),
+            ev(3, OpType::Info, "partition", r#"{"nodes":["n1","n2"]}"#),
+            ev(4, OpType::Info, "pause", r#"{"node":"n3"}"#),
+            ev(5, OpType::Info, "start", r#"{"node":"n1"}"#),
+            ev(6, OpType::Info, "heal", ""),
+            ev(7, OpType::Info, "kill", r#"{"process":10,"signal":"KILL"}"#),
+            ev(8, OpType::Info, "start-clock-skew", ""),
+            ev(9, OpType::Info, "stop-clock-skew", ""),
+            ev(10, OpType::Info, "heal", ""),
+            ev(11, OpType::Info, "flaky", r#"{"end":false}"#),
+            ev(12, OpType::Info, "flaky", r#"{"end":true}"#),
+        ];
+        let got = faults(&events);
+        let spans: Vec<(&str, u64, Option<u64>)> = got
+            .intervals
+            .iter()
+            .map(|i| (i.f.as_str(), i.start_index, i.end_index))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("kill", 1, Some(5)),
+                ("partition", 3, Some(6)),
+                ("pause", 4, None),
+                ("start-clock-skew", 8, Some(9)),
+                ("flaky", 11, Some(12)),
+            ]
+        );
+        // The client kill and the heal with nothing open are instants.
+        assert_eq!(got.instants, vec![6, 9]);
+        assert_eq!(got.intervals[0].target, "n1");
+    }
+}

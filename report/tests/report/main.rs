@@ -1,0 +1,11 @@
+//! The report tests, one binary with a module per area.
+mod common;
+
+mod big;
+mod chromium;
+mod escaping;
+mod junit;
+mod run_dir;
+mod schema;
+mod serve;
+mod snapshot;
