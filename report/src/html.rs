@@ -1018,9 +1018,10 @@ fn key_plots(out: &mut String, h: &History, v: &Verdict) {
         }
         let _ = write!(
             out,
-            r##"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{top}" stroke="#8c959f" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" text-anchor="middle">received position</text><text x="12" y="{:.1}" transform="rotate(-90 12 {:.1})" text-anchor="middle">sent position</text>"##,
+            r##"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#8c959f" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" text-anchor="middle">received position</text><text x="12" y="{:.1}" transform="rotate(-90 12 {:.1})" text-anchor="middle">sent position</text>"##,
             top + ph,
-            left + pw * (f64::from(sent_n) / f64::from(recv_n)).min(1.0),
+            xs(sent_n.min(recv_n)),
+            ys(sent_n.min(recv_n)),
             left + pw / 2.0,
             top + ph + 28.0,
             top + ph / 2.0,
