@@ -239,6 +239,26 @@ async fn image_recipe(docker: &Docker, image: &str) -> Result<Option<(String, i6
     }
 }
 
+async fn image_id(docker: &Docker, image: &str) -> Option<String> {
+    docker.inspect_image(image).await.ok().and_then(|i| i.id)
+}
+
+/// Remove the image a rebuild replaced (now untagged), unless a container still
+/// uses it; best effort, so that rebuilds do not pile up 400 MB images.
+async fn remove_replaced(docker: &Docker, old: Option<String>, image: &str) {
+    let Some(old) = old else { return };
+    if image_id(docker, image).await.as_deref() == Some(old.as_str()) {
+        return;
+    }
+    let _ = docker
+        .remove_image(
+            &old,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
+}
+
 /// Make sure Gauntlet's image of each broker exists with the current recipe; build
 /// what is missing (and the base under it). Idempotent.
 pub async fn ensure_images(
@@ -272,7 +292,9 @@ pub async fn ensure_images(
         let image = b.default_image();
         let t = Instant::now();
         progress.line(&format!("{image}: committing FROM {}", base_image()));
+        let old = image_id(docker, &image).await;
         build_broker_image(docker, b).await?;
+        remove_replaced(docker, old, &image).await;
         let size = image_recipe(docker, &image).await?.map_or(0, |(_, s)| s);
         progress.line(&format!(
             "{image}: built in {:.1}s ({} MB)",
@@ -301,7 +323,9 @@ async fn ensure_base(docker: &Docker, opts: &BuildOptions, progress: &dyn Progre
     let rootfs = ensure_rootfs(opts, progress).await?;
     let t = Instant::now();
     progress.line(&format!("{image}: importing {}", rootfs.display()));
+    let old = image_id(docker, &image).await;
     import_rootfs(docker, &rootfs, &image, &hash).await?;
+    remove_replaced(docker, old, &image).await;
     progress.line(&format!(
         "{image}: imported in {:.1}s",
         t.elapsed().as_secs_f64()
