@@ -19,6 +19,11 @@ struct Cli {
 enum Command {
     /// Check a recorded history (JSON Lines) and print the verdict.
     Check(cmd::check::CheckArgs),
+    /// Run a scenario against a real broker: deploy, drive the workload, drain, check.
+    Run(cmd::run::RunArgs),
+    /// One consumer process of a run (started by `gauntlet run`).
+    #[command(hide = true)]
+    Worker(cmd::worker::WorkerArgs),
     /// Build local broker images from Debian packages (no registry needed).
     #[command(subcommand)]
     Images(cmd::images::ImagesCmd),
@@ -41,6 +46,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Worker(args) => cmd::worker::run(args),
         Command::Images(c) => cmd::images::run(c),
         Command::Clean(args) => cmd::clean::run(args),
         Command::Bench(args) => cmd::bench::run(args),

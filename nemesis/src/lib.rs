@@ -1,1 +1,56 @@
-//! Nemesis: faults behind one trait and seeded, replayable fault schedules. (Issue 5; not built yet.)
+//! Gauntlet's nemesis: the faults ([`Fault`]), what they act on ([`Cluster`],
+//! implemented by the harness for each deployment backend), and seeded,
+//! replayable schedules ([`Schedule`]).
+//!
+//! Nothing here knows about Docker: a fault asks the cluster to kill a node,
+//! pause it, run a command in it or kill a consumer process; the harness
+//! decides how (containers today; Kubernetes or SSH tomorrow).
+pub mod faults;
+pub mod schedule;
+
+pub use faults::{Fault, FaultKind, KillConsumerAt};
+pub use schedule::{Schedule, ScheduledFault};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Why a fault could not be done.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NemesisError {
+    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker, restart-broker[:mid-batch], pause, partition)")]
+    UnknownFault(String),
+    #[error("{fault} is not supported here: {why}")]
+    Unsupported { fault: String, why: String },
+    #[error("{fault} on {target}: {why}")]
+    Failed {
+        fault: String,
+        target: String,
+        why: String,
+    },
+    #[error("schedule: {0}")]
+    Schedule(String),
+}
+
+/// What the faults act on. The harness implements it over a deployment and its workers.
+#[async_trait]
+pub trait Cluster: Send + Sync {
+    /// Node names, n1..nN.
+    fn nodes(&self) -> Vec<String>;
+    /// SIGKILL a node's broker.
+    async fn kill_node(&self, node: &str) -> Result<(), NemesisError>;
+    /// Start a killed or stopped node and wait until it is ready again.
+    async fn start_node(&self, node: &str) -> Result<(), NemesisError>;
+    async fn pause_node(&self, node: &str) -> Result<(), NemesisError>;
+    async fn unpause_node(&self, node: &str) -> Result<(), NemesisError>;
+    /// Run a shell script inside a node (as root, with NET_ADMIN); returns its output.
+    async fn exec(&self, node: &str, script: &str) -> Result<String, NemesisError>;
+    /// The node's address on the cluster's own network (for partitions).
+    async fn node_ip(&self, node: &str) -> Result<String, NemesisError>;
+    /// SIGKILL one consumer worker (chosen by `pick`, modulo the number of workers),
+    /// at the moment `at` says; returns what was killed (process number, pid).
+    async fn kill_consumer(&self, pick: u64, at: KillConsumerAt) -> Result<Value, NemesisError>;
+    /// Wait until a producer has a send in flight (for mid-batch faults), at most `limit`.
+    async fn wait_send_in_flight(&self, limit: Duration) -> bool;
+}

@@ -15,15 +15,26 @@ pub use settings::{AckPoint, Delivery, Mode, Resolved};
 use std::sync::Arc;
 
 /// The driver for a broker by name, talking to `addrs` (host:port of each node's client port).
+/// A `drain` driver takes over everything other consumers left unacknowledged at once.
 pub fn driver_for(
     broker: &str,
     addrs: &[String],
     settings: Resolved,
+    drain: bool,
 ) -> Result<Arc<dyn Driver>, ClientError> {
     let first = addrs.first().cloned().unwrap_or_default();
     match broker {
-        "redis" => Ok(Arc::new(drivers::redis::Redis::new(&first, settings))),
+        "redis" => {
+            let mut d = drivers::redis::Redis::new(&first, settings);
+            if drain {
+                d.claim_idle = std::time::Duration::ZERO;
+            }
+            Ok(Arc::new(d))
+        }
         "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(&first, settings))),
+        "nats" => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
+        "kafka" => Ok(Arc::new(drivers::kafka::Kafka::new(addrs, settings, drain)?)),
+        "sqs" => Ok(Arc::new(drivers::sqs::Sqs::new(&first, settings, drain)?)),
         other => Err(ClientError::Unsupported {
             broker: "gauntlet",
             what: format!("a queue workload driver for `{other}` (yet)"),

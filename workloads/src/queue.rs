@@ -7,7 +7,7 @@ use crate::settings::AckPoint;
 use gauntlet_history::{Actor, Event, OpType};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,12 +77,15 @@ fn stored_json(key: &str, value: i64, s: &Stored) -> Value {
     v
 }
 
+/// Sends under way in this process right now (for faults that must hit mid-batch).
+pub static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+
 /// Runs `cfg.producers` producers until `stop`, at `rate` sends per second in all.
 /// Values come from `next_value` (unique across the run). Returns the sends made.
 pub async fn run_producers(
     driver: Arc<dyn Driver>,
     recorder: Arc<Recorder>,
-    cfg: &QueueConfig,
+    cfg: QueueConfig,
     rate: f64,
     seed: u64,
     next_value: Arc<AtomicI64>,
@@ -126,7 +129,9 @@ pub async fn run_producers(
                         &Event::new(actor.clone(), OpType::Invoke, "send")
                             .value(json!({"key": key, "value": value})),
                     );
+                    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
                     let outcome = producer.send(&key, value).await;
+                    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
                     sent += 1;
                     let ev = match &outcome {
                         Outcome::Ok(s) => {
@@ -266,29 +271,56 @@ async fn ack(
     }
 }
 
-/// The consumer loop of a worker: poll, process, acknowledge (in the configured
-/// order), reporting every op through `emit`. Returns when the drain found
-/// nothing more, or when an op's outcome is unknown (the worker then exits and
-/// the harness starts a fresh one under a new process number).
+/// Where a worker is told to stall so that the nemesis can kill it at an exact moment.
+pub const STALL_NONE: u8 = 0;
+/// After processing a batch, before acknowledging it (seed D4).
+pub const STALL_BEFORE_ACK: u8 = 1;
+/// After acknowledging (committing) a batch, before processing finished (seed D5).
+pub const STALL_AFTER_ACK: u8 = 2;
+
+/// The line a worker prints when it has stalled at the point it was told.
+pub const STALLED: &str = "stalled";
+
+async fn stall_here(stall: &AtomicU8, point: u8, emit: &mut dyn FnMut(WireEvent)) {
+    if stall.load(Ordering::Relaxed) == point {
+        emit(WireEvent {
+            kind: STALLED.into(),
+            f: "control".into(),
+            group: None,
+            value: None,
+            error: None,
+        });
+        // Wait to be killed.
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// The consumer loop of a worker, reporting every op through `emit`.
+///
+/// A poll's `ok` is recorded once its batch has been processed: a delivery in
+/// the history means "handed to the application and processed". With
+/// acknowledgement after processing: poll, process, record the poll, ack (recorded).
+/// With acknowledgement before processing (the at-most-once hazard of the
+/// seed's D5): poll, ack (not recorded: it happens inside the poll op), process,
+/// record the poll; a consumer killed while processing leaves its poll without
+/// completion, and its acknowledged messages are lost.
+///
+/// Returns when the drain found nothing more, when `stop` is set, or when an op's
+/// outcome is unknown (the harness then starts a fresh worker under a new number).
 pub async fn run_consumer(
     consumer: &mut dyn Consumer,
     cfg: &ConsumerConfig,
+    stop: &AtomicBool,
+    stall: &AtomicU8,
     emit: &mut dyn FnMut(WireEvent),
 ) {
     let mut empty = 0u32;
-    loop {
+    while !stop.load(Ordering::Relaxed) {
         emit(wire("invoke", "poll", &cfg.group, None, None));
         let msgs = match consumer.poll(cfg.batch, cfg.wait).await {
-            Outcome::Ok(msgs) => {
-                emit(wire(
-                    "ok",
-                    "poll",
-                    &cfg.group,
-                    Some(Value::Array(msgs.iter().map(received_json).collect())),
-                    None,
-                ));
-                msgs
-            }
+            Outcome::Ok(msgs) => msgs,
             Outcome::Fail(e) => {
                 emit(wire("fail", "poll", &cfg.group, None, Some(e)));
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -299,7 +331,17 @@ pub async fn run_consumer(
                 return;
             }
         };
+        let record = |emit: &mut dyn FnMut(WireEvent), msgs: &[Received]| {
+            emit(wire(
+                "ok",
+                "poll",
+                &cfg.group,
+                Some(Value::Array(msgs.iter().map(received_json).collect())),
+                None,
+            ))
+        };
         if msgs.is_empty() {
+            record(emit, &msgs);
             empty += 1;
             if cfg.drain_after_empty.is_some_and(|n| empty >= n) {
                 return;
@@ -307,14 +349,23 @@ pub async fn run_consumer(
             continue;
         }
         empty = 0;
-        if cfg.ack_point == AckPoint::BeforeProcessing && !ack(consumer, cfg, &msgs, emit).await {
-            return;
+        let before = cfg.ack_point == AckPoint::BeforeProcessing;
+        if before {
+            if let Outcome::Info(e) = consumer.ack(&msgs).await {
+                emit(wire("info", "poll", &cfg.group, None, Some(format!("ack: {e}"))));
+                return;
+            }
+            stall_here(stall, STALL_AFTER_ACK, emit).await;
         }
         if !cfg.processing.is_zero() {
             tokio::time::sleep(cfg.processing * msgs.len() as u32).await;
         }
-        if cfg.ack_point == AckPoint::AfterProcessing && !ack(consumer, cfg, &msgs, emit).await {
-            return;
+        record(emit, &msgs);
+        if !before {
+            stall_here(stall, STALL_BEFORE_ACK, emit).await;
+            if !ack(consumer, cfg, &msgs, emit).await {
+                return;
+            }
         }
     }
 }

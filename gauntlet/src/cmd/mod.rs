@@ -5,4 +5,6 @@ pub mod clean;
 pub mod fuzz;
 pub mod images;
 pub mod report;
+pub mod run;
 pub mod serve;
+pub mod worker;

@@ -1,0 +1,774 @@
+//! One run, end to end: deploy the broker, run the workload with consumers as
+//! separate worker processes, record the history as it goes, stop, drain with
+//! fresh consumers, tear down, check, and write the run folder.
+//!
+//! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
+//! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
+//! `results/<scenario>/latest` points at the newest.
+use crate::broker::{BrokerKind, ImageRef};
+use crate::deployment::{Deployment, NodeControl};
+use crate::docker::{self, ClusterSpec, DockerDeployment};
+use crate::error::HarnessError;
+use crate::RunId;
+use gauntlet_checkers::{CheckOptions, Guarantee, Verdict};
+use gauntlet_history::{Actor, Event, OpType};
+use gauntlet_nemesis::faults::{heal_network, history_names};
+use gauntlet_nemesis::{Cluster, Fault, FaultKind, KillConsumerAt, NemesisError, Schedule};
+use gauntlet_workloads::queue::{QueueConfig, WireEvent};
+use gauntlet_workloads::{Delivery, Recorder};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A scenario: what to deploy, what to run against it, what it should guarantee.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub broker: String,
+    /// Nodes; the broker's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
+    /// Image by name (e.g. `rabbitmq:4` for users who can pull); Gauntlet's local image when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default = "default_workload")]
+    pub workload: String,
+    /// How long producers send, e.g. "30s", "2m", "500ms".
+    #[serde(default = "default_time")]
+    pub time: String,
+    /// Sends per second, all producers together.
+    #[serde(default = "default_rate")]
+    pub rate: f64,
+    #[serde(default)]
+    pub seed: u64,
+    /// Guarantees the run claims (`valid` is judged against them).
+    #[serde(default = "default_expect")]
+    pub expect: Vec<String>,
+    #[serde(default)]
+    pub delivery: Delivery,
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// Faults to inject, e.g. ["kill-consumer:before-ack", "partition"]; none when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nemesis: Vec<String>,
+    /// Time between faults.
+    #[serde(default = "default_interval")]
+    pub nemesis_interval: String,
+    /// How long a fault lasts before it is healed.
+    #[serde(default = "default_fault_duration")]
+    pub nemesis_duration: String,
+    /// A schedule to replay instead of generating one (`<run>/schedule.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<PathBuf>,
+    /// Where run folders go.
+    #[serde(default = "default_results", skip_serializing)]
+    pub results: PathBuf,
+}
+
+fn default_workload() -> String {
+    "queue".into()
+}
+fn default_time() -> String {
+    "20s".into()
+}
+fn default_rate() -> f64 {
+    100.0
+}
+fn default_expect() -> Vec<String> {
+    vec!["at-least-once".into()]
+}
+fn default_interval() -> String {
+    "5s".into()
+}
+fn default_fault_duration() -> String {
+    "3s".into()
+}
+fn default_results() -> PathBuf {
+    PathBuf::from("results")
+}
+
+impl Scenario {
+    /// The default scenario of `gauntlet run` with no arguments: Redis Streams, a
+    /// primary with two replicas, at-least-once (XACK after processing), 20 s.
+    pub fn default_scenario() -> Scenario {
+        Scenario {
+            name: "redis-at-least-once".into(),
+            broker: "redis".into(),
+            nodes: None,
+            image: None,
+            workload: default_workload(),
+            time: default_time(),
+            rate: default_rate(),
+            seed: 0,
+            expect: default_expect(),
+            delivery: Delivery::default(),
+            queue: QueueConfig::default(),
+            nemesis: Vec::new(),
+            nemesis_interval: default_interval(),
+            nemesis_duration: default_fault_duration(),
+            replay: None,
+            results: default_results(),
+        }
+    }
+
+    pub fn from_toml(text: &str) -> Result<Scenario, HarnessError> {
+        toml::from_str(text).map_err(|e| HarnessError::Scenario(e.to_string()))
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn duration(&self) -> Result<Duration, HarnessError> {
+        parse_duration(&self.time)
+    }
+
+    pub fn guarantees(&self) -> Result<Vec<Guarantee>, HarnessError> {
+        self.expect
+            .iter()
+            .map(|g| Guarantee::from_str(g).map_err(|e| HarnessError::Scenario(e.to_string())))
+            .collect()
+    }
+}
+
+/// "30s", "2m", "500ms", "1h", or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
+    let s = s.trim();
+    let bad = || HarnessError::Scenario(format!("`{s}` is not a duration (e.g. 30s, 2m, 500ms)"));
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+type Pool = Arc<tokio::sync::Mutex<Vec<(String, Worker)>>>;
+
+/// The run's schedule: replayed from a file, or generated from the seed.
+fn schedule_for(
+    scenario: &Scenario,
+    deployment: &DockerDeployment,
+    time: Duration,
+) -> Result<Schedule, HarnessError> {
+    if let Some(path) = &scenario.replay {
+        let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
+        return Schedule::from_toml(&text)
+            .map_err(|e| HarnessError::Scenario(format!("{}: {e}", path.display())));
+    }
+    let mut kinds = Vec::new();
+    for name in &scenario.nemesis {
+        let kind = FaultKind::from_str(name).map_err(|e| HarnessError::Scenario(e.to_string()))?;
+        let caps = deployment.capabilities();
+        let nodes = deployment.nodes().len();
+        if matches!(kind, FaultKind::Partition) && nodes < 2 {
+            return Err(HarnessError::Scenario(format!(
+                "{kind} needs at least two nodes; {} has {nodes}",
+                scenario.broker
+            )));
+        }
+        let _ = caps;
+        kinds.push(kind);
+    }
+    Ok(Schedule::generate(
+        scenario.seed,
+        &kinds,
+        &deployment.nodes(),
+        time,
+        parse_duration(&scenario.nemesis_interval)?,
+        parse_duration(&scenario.nemesis_duration)?,
+    ))
+}
+
+fn nemesis_event(kind: OpType, f: &str, value: serde_json::Value) -> Event {
+    Event::new(Actor::Nemesis, kind, f).value(value)
+}
+
+/// Plays the schedule against the cluster, recording each fault's start and end.
+async fn run_schedule(
+    schedule: &Schedule,
+    cluster: &RunCluster<'_>,
+    recorder: &Recorder,
+    t0: Instant,
+    progress: &Progress,
+) {
+    for sf in &schedule.faults {
+        let Ok(kind) = sf.kind() else { continue };
+        let at = t0 + Duration::from_millis(sf.at_ms);
+        tokio::time::sleep_until(at.into()).await;
+        let (start_f, stop_f) = history_names(kind);
+        let _ = recorder.record(&nemesis_event(
+            OpType::Invoke,
+            start_f,
+            json!({"fault": sf.fault, "target": sf.target}),
+        ));
+        let started = Fault::start(kind, cluster, &sf.target, sf.pick).await;
+        let fault = match started {
+            Ok((fault, value)) => {
+                progress(&format!("nemesis: {} {}", sf.fault, value));
+                let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
+                fault
+            }
+            Err(e) => {
+                progress(&format!("nemesis: {} failed: {e}", sf.fault));
+                let _ = recorder.record(&nemesis_event(
+                    OpType::Info,
+                    start_f,
+                    json!({"error": e.to_string()}),
+                ));
+                continue;
+            }
+        };
+        if matches!(kind, FaultKind::KillConsumer(_)) {
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(sf.duration_ms)).await;
+        let _ = recorder.record(&nemesis_event(
+            OpType::Invoke,
+            stop_f,
+            json!({"target": sf.target}),
+        ));
+        let value = match fault.stop(cluster).await {
+            Ok(v) => v,
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        let _ = recorder.record(&nemesis_event(OpType::Info, stop_f, value));
+    }
+}
+
+/// Heals everything: network rules flushed, nodes resumed and started, cluster ready.
+async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Progress) {
+    let _ = recorder.record(&nemesis_event(OpType::Invoke, "heal-all", json!({})));
+    let mut notes = Vec::new();
+    for n in cluster.deployment.nodes() {
+        let _ = cluster.deployment.unpause(&n).await;
+        if cluster
+            .deployment
+            .wait_ready(&n, Duration::from_secs(2))
+            .await
+            .is_err()
+        {
+            if let Err(e) = cluster.start_node(&n).await {
+                notes.push(format!("{n}: {e}"));
+            }
+        }
+    }
+    if let Err(e) = heal_network(cluster).await {
+        notes.push(e.to_string());
+    }
+    if let Err(e) = cluster
+        .deployment
+        .wait_cluster_ready(Duration::from_secs(120))
+        .await
+    {
+        notes.push(e.to_string());
+    }
+    if !notes.is_empty() {
+        progress(&format!("final heal: {}", notes.join("; ")));
+    }
+    let _ = recorder.record(&nemesis_event(
+        OpType::Info,
+        "heal-all",
+        json!({"problems": notes}),
+    ));
+}
+
+/// The nemesis's view of a run: the deployment and the consumer workers.
+struct RunCluster<'a> {
+    deployment: &'a DockerDeployment,
+    pool: Pool,
+}
+
+fn nem_err(fault: &str, target: &str, e: impl std::fmt::Display) -> NemesisError {
+    NemesisError::Failed {
+        fault: fault.to_string(),
+        target: target.to_string(),
+        why: e.to_string(),
+    }
+}
+
+#[async_trait::async_trait]
+impl Cluster for RunCluster<'_> {
+    fn nodes(&self) -> Vec<String> {
+        self.deployment.nodes()
+    }
+    async fn kill_node(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .kill(node)
+            .await
+            .map_err(|e| nem_err("kill", node, e))
+    }
+    async fn start_node(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .start(node)
+            .await
+            .map_err(|e| nem_err("start", node, e))?;
+        self.deployment
+            .wait_ready(node, Duration::from_secs(90))
+            .await
+            .map_err(|e| nem_err("start", node, e))
+    }
+    async fn pause_node(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .pause(node)
+            .await
+            .map_err(|e| nem_err("pause", node, e))
+    }
+    async fn unpause_node(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .unpause(node)
+            .await
+            .map_err(|e| nem_err("resume", node, e))
+    }
+    async fn exec(&self, node: &str, script: &str) -> Result<String, NemesisError> {
+        let out = self
+            .deployment
+            .exec(
+                node,
+                &crate::broker::Command::shell(script),
+                Duration::from_secs(20),
+            )
+            .await
+            .map_err(|e| nem_err("exec", node, e))?;
+        if !out.success() {
+            return Err(nem_err(
+                "exec",
+                node,
+                format!("`{script}` exited {}: {}", out.exit_code, out.combined()),
+            ));
+        }
+        Ok(out.combined())
+    }
+    async fn node_ip(&self, node: &str) -> Result<String, NemesisError> {
+        let out = self.exec(node, "hostname -i").await?;
+        out.split_whitespace()
+            .find(|w| w.parse::<std::net::Ipv4Addr>().is_ok())
+            .map(str::to_string)
+            .ok_or_else(|| nem_err("node-ip", node, format!("no IPv4 address in {out:?}")))
+    }
+    async fn kill_consumer(
+        &self,
+        pick: u64,
+        at: KillConsumerAt,
+    ) -> Result<serde_json::Value, NemesisError> {
+        let mut ws = self.pool.lock().await;
+        if ws.is_empty() {
+            return Err(nem_err("kill-consumer", "-", "no consumer is running"));
+        }
+        let i = (pick % ws.len() as u64) as usize;
+        let w = &mut ws[i].1;
+        let command = match at {
+            KillConsumerAt::Any => None,
+            KillConsumerAt::BeforeAck => Some("stall:before-ack\n"),
+            KillConsumerAt::AfterAck => Some("stall:after-ack\n"),
+        };
+        let mut stalled = false;
+        if let Some(c) = command {
+            if let Some(stdin) = w.child.stdin.as_mut() {
+                use tokio::io::AsyncWriteExt;
+                let _ = stdin.write_all(c.as_bytes()).await;
+                let _ = stdin.flush().await;
+            }
+            stalled = tokio::time::timeout(Duration::from_secs(15), w.stalled.notified())
+                .await
+                .is_ok();
+        }
+        let pid = w.child.id();
+        w.child
+            .start_kill()
+            .map_err(|e| nem_err("kill-consumer", &w.process.to_string(), e))?;
+        Ok(json!({"process": w.process, "pid": pid, "at": format!("{at:?}"), "stalled": stalled}))
+    }
+    async fn wait_send_in_flight(&self, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if gauntlet_workloads::queue::IN_FLIGHT.load(Ordering::Relaxed) > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        false
+    }
+}
+
+/// What a finished run left.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    pub verdict: Verdict,
+    pub sends: u64,
+}
+
+/// Progress lines while a run goes.
+pub type Progress = Box<dyn Fn(&str) + Send + Sync>;
+
+/// A consumer worker process and the relay that records what it reports.
+struct Worker {
+    child: Child,
+    relay: tokio::task::JoinHandle<()>,
+    process: u64,
+    /// Told when the worker reports that it stalled where the nemesis asked.
+    stalled: Arc<tokio::sync::Notify>,
+}
+
+/// How to start `gauntlet worker` processes.
+#[derive(Clone)]
+struct WorkerSpec {
+    exe: PathBuf,
+    broker: String,
+    addrs: Vec<String>,
+    delivery_json: String,
+    cfg: QueueConfig,
+}
+
+impl WorkerSpec {
+    fn spawn(
+        &self,
+        recorder: &Arc<Recorder>,
+        group: &str,
+        drain: bool,
+    ) -> Result<Worker, HarnessError> {
+        let process = recorder.new_process();
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("worker")
+            .arg("--broker")
+            .arg(&self.broker)
+            .arg("--addrs")
+            .arg(self.addrs.join(","))
+            .arg("--group")
+            .arg(group)
+            .arg("--process")
+            .arg(process.to_string())
+            .arg("--delivery")
+            .arg(&self.delivery_json)
+            .arg("--batch")
+            .arg(self.cfg.batch.to_string())
+            .arg("--processing-ms")
+            .arg(self.cfg.processing_ms.to_string());
+        if drain {
+            cmd.arg("--drain");
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            HarnessError::Worker(format!("cannot start {}: {e}", self.exe.display()))
+        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| HarnessError::Worker("worker has no stdout".into()))?;
+        let rec = recorder.clone();
+        let stalled = Arc::new(tokio::sync::Notify::new());
+        let told = stalled.clone();
+        let relay = tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                match serde_json::from_str::<WireEvent>(&line) {
+                    Ok(w) if w.kind == gauntlet_workloads::queue::STALLED => told.notify_one(),
+                    Ok(w) => {
+                        if let Some(e) = w.into_event(process) {
+                            let _ = rec.record(&e);
+                        }
+                    }
+                    Err(e) => eprintln!("worker {process}: unreadable line ({e}): {line}"),
+                }
+            }
+        });
+        Ok(Worker {
+            child,
+            relay,
+            process,
+            stalled,
+        })
+    }
+}
+
+impl Worker {
+    /// Asks the worker to finish its current op and exit (closes its stdin); kills it after `grace`.
+    async fn stop(mut self, grace: Duration) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        let _ = self.relay.await;
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    // UTC, as YYYYmmddTHHMMSS (civil-from-days, no time zone database needed).
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let what = format!("{what} {}", path.display());
+    move |e| HarnessError::RunFolder(format!("{what}: {e}"))
+}
+
+/// Runs a scenario. `exe` is the `gauntlet` binary (for worker processes).
+pub async fn run(
+    scenario: &Scenario,
+    exe: &Path,
+    progress: Progress,
+) -> Result<RunOutcome, HarnessError> {
+    let kind = BrokerKind::from_str(&scenario.broker)?;
+    let time = scenario.duration()?;
+    let expect = scenario.guarantees()?;
+    if scenario.workload != "queue" {
+        return Err(HarnessError::Scenario(format!(
+            "workload `{}` is not available yet (queue is)",
+            scenario.workload
+        )));
+    }
+    let settings = scenario.delivery.resolve();
+
+    let stamp = timestamp();
+    let base = scenario.results.join(&scenario.name);
+    let dir = base.join(&stamp);
+    std::fs::create_dir_all(dir.join("nodes")).map_err(io("creating", &dir))?;
+    std::fs::write(dir.join("scenario.toml"), scenario.to_toml()).map_err(io("writing", &dir))?;
+    let latest = base.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    #[cfg(unix)]
+    let _ = std::os::unix::fs::symlink(&stamp, &latest);
+
+    let run_id = RunId::from_name(&format!("{}-{stamp}-{}", scenario.name, std::process::id()));
+    let ctrl_c = docker::remove_on_ctrl_c(run_id.clone());
+    let dockerc = docker::connect().await?;
+    let mut spec = ClusterSpec::new(kind)
+        .run_id(run_id.clone())
+        .logs_dir(dir.join("nodes"))
+        .build_missing_image(true);
+    if let Some(n) = scenario.nodes {
+        spec = spec.nodes(n);
+    }
+    if let Some(img) = &scenario.image {
+        spec = spec.image(ImageRef::named(img.clone()));
+    }
+    let started = Instant::now();
+    progress(&format!(
+        "deploying {} ({} node(s))...",
+        kind,
+        spec.nodes.unwrap_or_else(|| kind.recipe().default_nodes())
+    ));
+    let deployment = DockerDeployment::launch(&dockerc, spec).await?;
+    let result = drive(
+        scenario,
+        exe,
+        &deployment,
+        &dir,
+        time,
+        &settings,
+        &progress,
+        started,
+    )
+    .await;
+    progress("tearing down...");
+    let _ = deployment.collect_logs(&dir.join("nodes")).await;
+    let teardown = deployment.teardown().await;
+    ctrl_c.abort();
+    let sends = result?;
+    teardown?;
+
+    let history = gauntlet_history::read_path(dir.join("history.jsonl"))
+        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
+    let verdict = gauntlet_checkers::check(
+        &history,
+        &CheckOptions {
+            expect,
+            max_examples: 10,
+        },
+    );
+    std::fs::write(
+        dir.join("verdict.json"),
+        gauntlet_report::verdict_json(&verdict),
+    )
+    .map_err(io("writing", &dir))?;
+    gauntlet_report::write_run_reports(&dir, &history, &verdict, Some(&scenario.to_toml()))
+        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
+    Ok(RunOutcome {
+        dir,
+        verdict,
+        sends,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    scenario: &Scenario,
+    exe: &Path,
+    deployment: &DockerDeployment,
+    dir: &Path,
+    time: Duration,
+    settings: &gauntlet_workloads::Resolved,
+    progress: &Progress,
+    started: Instant,
+) -> Result<u64, HarnessError> {
+    let kind = deployment.broker();
+    let port = kind
+        .recipe()
+        .ports()
+        .first()
+        .map(|p| p.name)
+        .unwrap_or("client");
+    let addrs = deployment.addrs(port);
+    let recorder =
+        Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
+    let driver = gauntlet_workloads::driver_for(kind.name(), &addrs, settings.clone(), false)
+        .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    let groups = scenario.queue.groups.clone();
+    driver
+        .setup(&groups)
+        .await
+        .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    let spec = WorkerSpec {
+        exe: exe.to_path_buf(),
+        broker: kind.name().to_string(),
+        addrs: addrs.clone(),
+        delivery_json: serde_json::to_string(&scenario.delivery).unwrap_or_default(),
+        cfg: scenario.queue.clone(),
+    };
+    let _ = recorder.phase("start");
+    progress(&format!(
+        "first op after {:.1}s; running the {} workload for {:?} at {} sends/s",
+        started.elapsed().as_secs_f64(),
+        scenario.workload,
+        time,
+        scenario.rate
+    ));
+
+    // Consumers: separate processes, restarted (under a new number) whenever one exits.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut initial: Vec<(String, Worker)> = Vec::new();
+    for g in &groups {
+        for _ in 0..scenario.queue.consumers.max(1) {
+            initial.push((g.clone(), spec.spawn(&recorder, g, false)?));
+        }
+    }
+    let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
+    let schedule = schedule_for(scenario, deployment, time)?;
+    std::fs::write(dir.join("schedule.toml"), schedule.to_toml()).map_err(io("writing", dir))?;
+    let next_value = Arc::new(AtomicI64::new(0));
+    let producers = tokio::spawn(gauntlet_workloads::queue::run_producers(
+        driver.clone(),
+        recorder.clone(),
+        scenario.queue.clone(),
+        scenario.rate,
+        scenario.seed,
+        next_value,
+        stop.clone(),
+    ));
+    let cluster = RunCluster {
+        deployment,
+        pool: pool.clone(),
+    };
+    let t0 = Instant::now();
+    let deadline = t0 + time;
+    let supervise = async {
+        while Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let mut ws = pool.lock().await;
+            for (g, w) in ws.iter_mut() {
+                if w.exited() {
+                    let fresh = spec.spawn(&recorder, g, false)?;
+                    let old = std::mem::replace(w, fresh);
+                    old.stop(Duration::from_millis(10)).await;
+                }
+            }
+            drop(ws);
+            let c = recorder.counts();
+            progress(&format!(
+                "{:>5.1}s  ops {}  ok {}  fail {}  info {}",
+                t0.elapsed().as_secs_f64().min(time.as_secs_f64()),
+                c.ops,
+                c.ok,
+                c.fail,
+                c.info
+            ));
+        }
+        Ok::<(), HarnessError>(())
+    };
+    let (supervised, ()) = tokio::join!(
+        supervise,
+        run_schedule(&schedule, &cluster, &recorder, t0, progress)
+    );
+    supervised?;
+    stop.store(true, Ordering::Relaxed);
+    let sends = producers.await.unwrap_or(0);
+    // Final heal: every fault undone, every node up and ready, before the drain.
+    final_heal(&cluster, &recorder, progress).await;
+    let workers = std::mem::take(&mut *pool.lock().await);
+    for (_, w) in workers {
+        w.stop(Duration::from_secs(10)).await;
+    }
+
+    // Final drain: fresh consumers per group until a few polls in a row bring nothing.
+    let _ = recorder.phase("drain");
+    progress("draining with fresh consumers...");
+    let mut drains = Vec::new();
+    for g in &groups {
+        drains.push(spec.spawn(&recorder, g, true)?);
+    }
+    let mut all_done = true;
+    for mut d in drains {
+        match tokio::time::timeout(Duration::from_secs(120), d.child.wait()).await {
+            Ok(Ok(status)) if status.success() => {}
+            _ => all_done = false,
+        }
+        d.stop(Duration::from_secs(1)).await;
+    }
+    if all_done {
+        let _ = recorder.phase("drained");
+    } else {
+        progress(
+            "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)",
+        );
+    }
+    Ok(sends)
+}

@@ -1,0 +1,347 @@
+//! The Kafka protocol (rdkafka; tansu in Gauntlet's image): one topic `gauntlet`
+//! with [`PARTITIONS`] partitions, keys mapped to partitions by librdkafka's
+//! default partitioner, one consumer group per group.
+//!
+//! - Producer: `acks`, `retries`, `enable.idempotence` and
+//!   `max.in.flight.requests.per.connection` straight from the settings; the
+//!   delivery report's partition and offset are recorded (`acks=0` gives no offset).
+//! - Consumer, manual ack: `enable.auto.commit=false`, and `ack` commits, per
+//!   partition, the highest acknowledged offset + 1 (synchronously).
+//! - Consumer, auto ack: `enable.auto.commit=true`; the commit may run ahead of
+//!   processing (scenario D5), and `ack` does nothing.
+//! - Drain: a fresh member of the same group, which reads from the committed
+//!   offsets; its `poll` answers "nothing" only once it has partitions assigned
+//!   and has read each of them to its high watermark (or after [`DRAIN_PATIENCE`]).
+//!
+//! Transactions are not offered: the queue workload has no consume-transform-produce
+//! step, and a one-send transaction would not test what D9 is about.
+use crate::client::{
+    body, parse_body, ClientError, Consumer, Driver, Outcome, Producer, Received, Stored,
+};
+use crate::settings::Resolved;
+use async_trait::async_trait;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{CommitMode, Consumer as _, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const TOPIC: &str = "gauntlet";
+/// Partitions of the topic.
+pub const PARTITIONS: i32 = 3;
+/// How long a drain consumer waits for its assignment and the end of its partitions.
+pub const DRAIN_PATIENCE: Duration = Duration::from_secs(30);
+/// How long librdkafka tries to deliver a message before it reports a timeout.
+const MESSAGE_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Kafka {
+    pub bootstrap: String,
+    pub settings: Resolved,
+    /// Replication factor of the topic: min(3, nodes).
+    pub replication: i32,
+    pub drain: bool,
+}
+
+impl Kafka {
+    /// Refuses settings this driver cannot honour, before anything connects.
+    pub fn new(addrs: &[String], settings: Resolved, drain: bool) -> Result<Self, ClientError> {
+        if settings.transactions {
+            return Err(ClientError::Unsupported {
+                broker: "kafka",
+                what: "transactions in the queue workload (set `transactions = false`, \
+                       or use mode `idempotent`)"
+                    .into(),
+            });
+        }
+        if !matches!(settings.acks.as_str(), "0" | "1" | "all" | "-1") {
+            return Err(ClientError::Setup {
+                broker: "kafka",
+                reason: format!("acks = {:?}: expected \"0\", \"1\" or \"all\"", settings.acks),
+            });
+        }
+        if settings.idempotence && !matches!(settings.acks.as_str(), "all" | "-1") {
+            return Err(ClientError::Setup {
+                broker: "kafka",
+                reason: format!("idempotence needs acks = \"all\", not {:?}", settings.acks),
+            });
+        }
+        Ok(Kafka {
+            bootstrap: addrs.join(","),
+            settings,
+            replication: addrs.len().clamp(1, 3) as i32,
+            drain,
+        })
+    }
+
+    fn config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap)
+            .set("socket.timeout.ms", "10000");
+        c
+    }
+
+    fn create_err(&self, e: KafkaError) -> ClientError {
+        ClientError::Connect {
+            broker: "kafka",
+            addr: self.bootstrap.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+fn setup_err(what: &str, e: impl std::fmt::Display) -> ClientError {
+    ClientError::Setup {
+        broker: "kafka",
+        reason: format!("{what}: {e}"),
+    }
+}
+
+#[async_trait]
+impl Driver for Kafka {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    async fn setup(&self, _groups: &[String]) -> Result<(), ClientError> {
+        let admin: AdminClient<DefaultClientContext> =
+            self.config().create().map_err(|e| self.create_err(e))?;
+        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(self.replication));
+        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+        // A fresh broker may not answer at once: retry for a while.
+        let start = Instant::now();
+        loop {
+            let last = match admin.create_topics([&topic], &opts).await {
+                Ok(results) => match results.into_iter().find_map(Result::err) {
+                    None | Some((_, RDKafkaErrorCode::TopicAlreadyExists)) => return Ok(()),
+                    Some((t, code)) => format!("create topic {t}: {code:?}"),
+                },
+                Err(e) => format!("create topic {TOPIC}: {e}"),
+            };
+            if start.elapsed() >= Duration::from_secs(30) {
+                return Err(setup_err("setup", last));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        // Groups need no declaration: they come into being when a member joins.
+    }
+
+    async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
+        let s = &self.settings;
+        let mut c = self.config();
+        c.set("acks", &s.acks)
+            .set("retries", s.retries.to_string())
+            .set("enable.idempotence", s.idempotence.to_string())
+            .set(
+                "max.in.flight.requests.per.connection",
+                s.max_in_flight.max(1).to_string(),
+            )
+            .set("message.timeout.ms", MESSAGE_TIMEOUT.as_millis().to_string())
+            // Send each message as it comes: the workload paces sends one at a time.
+            .set("linger.ms", "0");
+        let producer: FutureProducer = c.create().map_err(|e| self.create_err(e))?;
+        Ok(Box::new(KafkaProducer { producer }))
+    }
+
+    async fn consumer(&self, group: &str, _process: u64) -> Result<Box<dyn Consumer>, ClientError> {
+        let manual = self.settings.manual_ack;
+        let mut c = self.config();
+        c.set("group.id", group)
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", manual.then_some("false").unwrap_or("true"))
+            .set("auto.commit.interval.ms", "1000")
+            .set("session.timeout.ms", "10000")
+            .set("isolation.level", "read_committed");
+        let consumer: StreamConsumer = c.create().map_err(|e| self.create_err(e))?;
+        consumer
+            .subscribe(&[TOPIC])
+            .map_err(|e| setup_err("subscribe", e))?;
+        Ok(Box::new(KafkaConsumer {
+            consumer,
+            manual_ack: manual,
+            drain: self.drain,
+        }))
+    }
+}
+
+/// The one place Kafka errors become outcomes.
+fn classify<T>(e: &KafkaError) -> Outcome<T> {
+    let text = e.to_string();
+    let code = match e {
+        KafkaError::MessageProduction(c) | KafkaError::ConsumerCommit(c) => *c,
+        _ => return Outcome::Info(text),
+    };
+    match code {
+        // Definite: librdkafka refused the message before it left the client (its
+        // queue was full, the message too big, the topic or partition unknown, a bad argument).
+        RDKafkaErrorCode::QueueFull
+        | RDKafkaErrorCode::MessageSizeTooLarge
+        | RDKafkaErrorCode::UnknownTopic
+        | RDKafkaErrorCode::UnknownPartition
+        | RDKafkaErrorCode::InvalidArgument => Outcome::Fail(text),
+        // Definite: purged from the queue before it was ever sent.
+        RDKafkaErrorCode::PurgeQueue => Outcome::Fail(text),
+        // Definite for a commit: the group coordinator refused it (rebalance, fenced
+        // member), so the offsets stay where they were. For a produce these broker codes
+        // can follow a retried attempt whose fate is unknown (cf. KAFKA-13574): not definite.
+        RDKafkaErrorCode::RebalanceInProgress
+        | RDKafkaErrorCode::IllegalGeneration
+        | RDKafkaErrorCode::UnknownMemberId
+            if matches!(e, KafkaError::ConsumerCommit(_)) =>
+        {
+            Outcome::Fail(text)
+        }
+        // Timeouts, transport errors, broker errors after retries: unknown.
+        _ => Outcome::Info(text),
+    }
+}
+
+struct KafkaProducer {
+    producer: FutureProducer,
+}
+
+#[async_trait]
+impl Producer for KafkaProducer {
+    async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
+        let payload = body(key, value);
+        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        // The queue timeout: how long to wait for room in librdkafka's queue.
+        match self.producer.send(record, Duration::from_secs(5)).await {
+            Ok(d) => Outcome::Ok(Stored {
+                partition: Some(i64::from(d.partition)),
+                // acks=0: librdkafka knows no offset (-1).
+                offset: (d.offset >= 0).then_some(d.offset),
+                id: None,
+            }),
+            Err((e, _)) => classify(&e),
+        }
+    }
+}
+
+struct KafkaConsumer {
+    consumer: StreamConsumer,
+    manual_ack: bool,
+    drain: bool,
+}
+
+impl KafkaConsumer {
+    /// Gathers up to `max` messages: waits up to `wait` for the first, then takes what is there.
+    async fn gather(&self, max: usize, wait: Duration) -> Outcome<Vec<Received>> {
+        let mut out = Vec::new();
+        let mut limit = wait;
+        while out.len() < max {
+            match tokio::time::timeout(limit, self.consumer.recv()).await {
+                Err(_) => break,
+                Ok(Err(e)) => {
+                    if out.is_empty() {
+                        // Fetch errors carry no messages; a poll that saw nothing yet is
+                        // retried by the worker (unknown: the broker may have moved on).
+                        return Outcome::Info(e.to_string());
+                    }
+                    break;
+                }
+                Ok(Ok(m)) => {
+                    let Ok((key, value)) = parse_body(m.payload().unwrap_or_default()) else {
+                        continue;
+                    };
+                    out.push(Received {
+                        key,
+                        value,
+                        stored: Stored {
+                            partition: Some(i64::from(m.partition())),
+                            offset: Some(m.offset()),
+                            id: None,
+                        },
+                        redelivered: false,
+                        ack_token: format!("{}:{}", m.partition(), m.offset()),
+                    });
+                    limit = Duration::from_millis(5);
+                }
+            }
+        }
+        Outcome::Ok(out)
+    }
+
+    /// Whether this member has partitions and has read every one to its end.
+    fn at_end(&self) -> bool {
+        let Ok(assigned) = self.consumer.assignment() else {
+            return false;
+        };
+        if assigned.count() == 0 {
+            return false;
+        }
+        let position = self.consumer.position().ok();
+        let committed = self.consumer.committed(Duration::from_secs(2)).ok();
+        let offset_in = |tpl: &Option<TopicPartitionList>, p: i32| match tpl
+            .as_ref()
+            .and_then(|t| t.find_partition(TOPIC, p))
+            .map(|e| e.offset())
+        {
+            Some(Offset::Offset(o)) => Some(o),
+            _ => None,
+        };
+        assigned.elements().iter().all(|e| {
+            let p = e.partition();
+            let Ok((low, high)) =
+                self.consumer
+                    .fetch_watermarks(TOPIC, p, Duration::from_secs(2))
+            else {
+                return false;
+            };
+            let next = offset_in(&position, p)
+                .or_else(|| offset_in(&committed, p))
+                .unwrap_or(low);
+            next >= high
+        })
+    }
+}
+
+#[async_trait]
+impl Consumer for KafkaConsumer {
+    async fn poll(&mut self, max: usize, wait: Duration) -> Outcome<Vec<Received>> {
+        let start = Instant::now();
+        loop {
+            match self.gather(max, wait).await {
+                Outcome::Ok(v) if v.is_empty() && self.drain => {
+                    if start.elapsed() >= DRAIN_PATIENCE || self.at_end() {
+                        return Outcome::Ok(v);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn ack(&mut self, msgs: &[Received]) -> Outcome<()> {
+        if !self.manual_ack || msgs.is_empty() {
+            return Outcome::Ok(());
+        }
+        let mut next: BTreeMap<i64, i64> = BTreeMap::new();
+        for m in msgs {
+            if let (Some(p), Some(o)) = (m.stored.partition, m.stored.offset) {
+                let e = next.entry(p).or_insert(o + 1);
+                *e = (*e).max(o + 1);
+            }
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (p, o) in &next {
+            let Ok(p) = i32::try_from(*p) else {
+                return Outcome::Fail(format!("partition {p} out of range"));
+            };
+            if let Err(e) = tpl.add_partition_offset(TOPIC, p, Offset::Offset(*o)) {
+                return Outcome::Fail(format!("offset {o} of partition {p}: {e}"));
+            }
+        }
+        match self.consumer.commit(&tpl, CommitMode::Sync) {
+            Ok(()) => Outcome::Ok(()),
+            Err(e) => classify(&e),
+        }
+    }
+
+    fn acks(&self) -> bool {
+        self.manual_ack
+    }
+}
