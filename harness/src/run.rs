@@ -772,3 +772,32 @@ async fn drive(
     }
     Ok(sends)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").ok(), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m").ok(), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms").ok(), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("7").ok(), Some(Duration::from_secs(7)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn the_example_scenario_parses_and_round_trips() {
+        let s = Scenario::from_toml(include_str!("../../ci/scenario.toml")).expect("ci/scenario.toml");
+        assert_eq!(s.broker, "rabbitmq");
+        assert_eq!(s.nemesis, vec!["kill-consumer:before-ack".to_string()]);
+        assert_eq!(s.delivery.resolve().queue_type, "quorum");
+        assert_eq!(s.guarantees().ok().map(|g| g.len()), Some(2));
+        let again = Scenario::from_toml(&s.to_toml()).expect("round trip");
+        assert_eq!(again.to_toml(), s.to_toml());
+        assert!(Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nbogus = 1\n").is_err());
+        let d = Scenario::default_scenario();
+        assert_eq!(Scenario::from_toml(&d.to_toml()).map(|x| x.broker).ok().as_deref(), Some("redis"));
+    }
+}
