@@ -71,10 +71,37 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         }
     }
     // Ranks of sends by invoke index.
-    let mut invokes: Vec<u64> = h.sends.iter().map(|s| s.invoke).collect();
-    invokes.sort_unstable();
-    let rank = |s: &Send| invokes.partition_point(|&x| x < s.invoke);
-    let mut tree = Fenwick(vec![0; invokes.len() + 1]);
+    // Ranks of sends by invoke index, and for each send the number of invokes at or
+    // before its completion, computed once in linear sweeps (sends are stored in
+    // nearly invoke order, so the sorts are close to linear too).
+    let n = h.sends.len();
+    let mut by_invoke: Vec<u32> = (0..n as u32).collect();
+    by_invoke.sort_by_key(|&i| h.sends[i as usize].invoke);
+    let mut rank_of = vec![0u32; n];
+    for (r, &i) in by_invoke.iter().enumerate() {
+        // Equal invoke indices (a transaction's sends) share the lowest rank.
+        let same = r > 0 && h.sends[by_invoke[r - 1] as usize].invoke == h.sends[i as usize].invoke;
+        rank_of[i as usize] = if same {
+            rank_of[by_invoke[r - 1] as usize]
+        } else {
+            r as u32
+        };
+    }
+    let mut by_complete: Vec<u32> = (0..n as u32)
+        .filter(|&i| h.sends[i as usize].complete != NO_OP)
+        .collect();
+    by_complete.sort_by_key(|&i| h.sends[i as usize].complete);
+    let mut invoked_by_completion = vec![0u32; n];
+    let mut k = 0usize;
+    for &i in &by_complete {
+        let c = h.sends[i as usize].complete;
+        while k < n && h.sends[by_invoke[k] as usize].invoke <= c {
+            k += 1;
+        }
+        invoked_by_completion[i as usize] = k as u32;
+    }
+    let rank = |s: u32| rank_of[s as usize] as usize;
+    let mut tree = Fenwick(vec![0; n + 1]);
 
     // (a) per consumer.
     for c in 0..n_proc {
@@ -83,7 +110,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
             let s = &h.sends[h.deliveries[di as usize].send as usize];
             if s.outcome == Outcome::Ok && s.complete != NO_OP {
                 // Received before s, but invoked after s completed.
-                let r = invokes.partition_point(|&x| x <= s.complete);
+                let r = invoked_by_completion[h.deliveries[di as usize].send as usize] as usize;
                 let later = pos as i64 - tree.prefix(r);
                 if later > 0 {
                     found.count += later as u64;
@@ -111,11 +138,10 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                     }
                 }
             }
-            tree.add(rank(s), 1);
+            tree.add(rank(h.deliveries[di as usize].send), 1);
         }
         for &di in list {
-            let s = &h.sends[h.deliveries[di as usize].send as usize];
-            tree.add(rank(s), -1);
+            tree.add(rank(h.deliveries[di as usize].send), -1);
         }
     }
 
