@@ -70,7 +70,8 @@ svg{display:block;max-width:100%;height:auto;background:#fff;border:1px solid va
 svg text{font:11px system-ui,sans-serif;fill:#444}
 svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .axis{stroke:#8c959f;stroke-width:1}
-svg .fault{fill:var(--fault);opacity:.45}
+svg .fault{fill:var(--fault);opacity:.35}
+svg .fault-iv{fill:#cf222e;opacity:.25}
 svg .instant{stroke:#cf222e;stroke-width:1.5;stroke-dasharray:3 2}
 svg .lane{fill:#f6f8fa}
 .s-ok{fill:#0969da}.s-poll{fill:#2da44e}.s-info{fill:#bf8700}.s-fail{fill:#cf222e}.s-miss{fill:#cf222e}
@@ -212,27 +213,54 @@ fn draw_faults(
     ax: &TimeAxis,
     top: f64,
     bottom: f64,
+    lane: Option<(f64, f64)>,
 ) {
+    // The union of the fault intervals, shaded once (overlaps do not darken).
+    let end_of = |iv: &nemesis::Interval| iv.end_time.unwrap_or(h.counts.last_time);
+    let mut spans: Vec<(u64, u64)> = faults
+        .intervals
+        .iter()
+        .map(|iv| (iv.start_time, end_of(iv)))
+        .collect();
+    spans.sort_unstable();
+    let mut union: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in spans {
+        match union.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => union.push((a, b)),
+        }
+    }
     let hgt = bottom - top;
-    for iv in faults.intervals.iter().take(MAX_ROWS) {
-        let x0 = ax.x(iv.start_time);
-        let x1 = ax.x(iv.end_time.unwrap_or(h.counts.last_time));
-        let label = match (&iv.end_f, iv.end_index) {
-            (Some(f), Some(i)) => format!(
-                "{} {} (op {}) until {} (op {})",
-                iv.f, iv.target, iv.start_index, f, i
-            ),
-            _ => format!(
-                "{} {} (op {}), never ended",
-                iv.f, iv.target, iv.start_index
-            ),
-        };
+    for &(a, b) in union.iter().take(MAX_ROWS) {
+        let (x0, x1) = (ax.x(a), ax.x(b));
         let _ = write!(
             out,
-            r#"<rect class="fault" x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{hgt:.1}"><title>{}</title></rect>"#,
-            (x1 - x0).max(1.5),
-            esc(&cut(&label, 200))
+            r#"<rect class="fault" x="{x0:.1}" y="{top:.1}" width="{:.1}" height="{hgt:.1}"><title>faults active</title></rect>"#,
+            (x1 - x0).max(1.5)
         );
+    }
+    // Each interval in the nemesis lane, with what it was.
+    if let Some((ly, lh)) = lane {
+        for iv in faults.intervals.iter().take(MAX_ROWS) {
+            let x0 = ax.x(iv.start_time);
+            let x1 = ax.x(end_of(iv));
+            let label = match (&iv.end_f, iv.end_index) {
+                (Some(f), Some(i)) => format!(
+                    "{} {} (op {}) until {} (op {})",
+                    iv.f, iv.target, iv.start_index, f, i
+                ),
+                _ => format!(
+                    "{} {} (op {}), never ended",
+                    iv.f, iv.target, iv.start_index
+                ),
+            };
+            let _ = write!(
+                out,
+                r#"<rect class="fault-iv" x="{x0:.1}" y="{ly:.1}" width="{:.1}" height="{lh:.1}"><title>{}</title></rect>"#,
+                (x1 - x0).max(1.5),
+                esc(&cut(&label, 200))
+            );
+        }
     }
     for &i in faults.instants.iter().take(MAX_ROWS) {
         let Some(e) = h.nemesis.get(i) else { continue };
@@ -547,17 +575,37 @@ fn timeline(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
     } else {
         Vec::new()
     };
+    // Aggregate lanes: every send and every poll, whatever its process.
+    let mut all_sends = vec![0u8; cols];
+    let mut all_polls = vec![0u8; cols];
+    let mut all_bad = vec![0u8; cols];
+    for s in &h.sends {
+        let bit = match s.outcome {
+            Outcome::Ok => 2,
+            Outcome::Info => 4,
+            Outcome::Fail => 8,
+        };
+        let c = ax.col(s.invoke_time, cols);
+        if bit == 2 {
+            all_sends[c] |= 2;
+        } else {
+            all_bad[c] |= bit;
+        }
+    }
+    for p in &h.polls {
+        all_polls[ax.col(p.complete_time, cols)] |= 1;
+    }
     let mut miss_cols = vec![false; cols];
     for &s in &missing {
         miss_cols[ax.col(h.sends[s as usize].invoke_time, cols)] = true;
     }
-    // Lanes: nemesis, missing (when any), then the processes.
-    let extra = 1 + usize::from(!missing.is_empty());
+    // Lanes: nemesis, missing (when any), all sends ok, all sends fail/info, all polls, then each process.
+    let extra = 4 + usize::from(!missing.is_empty());
     let lanes = chosen.len() + extra;
     let top = 10.0;
     let bottom = top + lanes as f64 * LANE_H;
     let height = bottom + 24.0;
-    out.push_str(r#"<section id="timeline-section"><h2>Timeline</h2><p class="note">Operations per process over time; red bands are faults (hover for details), dashed lines instant fault events.</p>"#);
+    out.push_str(r#"<section id="timeline-section"><h2>Timeline</h2><p class="note">Operations over time: all processes together, then each process. Shaded: some fault is active; the nemesis lane shows each fault (hover for what it was); dashed lines are instant fault events.</p>"#);
     out.push_str(r#"<p class="legend"><span><i class="s-ok"></i>send ok</span><span><i class="s-info"></i>send info (unknown)</span><span><i class="s-fail"></i>send fail</span><span><i class="s-poll"></i>poll ok</span><span><i style="background:#ffb3b3"></i>fault</span>"#);
     if !missing.is_empty() {
         out.push_str(
@@ -579,7 +627,15 @@ fn timeline(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
         }
     }
     ax.draw(out, top, bottom);
-    draw_faults(out, h, faults, &ax, top, bottom);
+    draw_faults(
+        out,
+        h,
+        faults,
+        &ax,
+        top,
+        bottom,
+        Some((top + 2.0, LANE_H - 4.0)),
+    );
     let cw = PLOT_W / cols as f64;
     let label = |out: &mut String, i: usize, text: &str| {
         let _ = write!(
@@ -622,6 +678,18 @@ fn timeline(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
             top + LANE_H,
             cw,
         );
+    }
+    let agg = extra - 3;
+    for (i, (name, cells)) in [
+        ("sends ok", &all_sends),
+        ("sends fail/info", &all_bad),
+        ("polls", &all_polls),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        label(out, agg + i, name);
+        run_rects(out, cells, top + (agg + i) as f64 * LANE_H, cw);
     }
     for (i, &p) in chosen.iter().enumerate() {
         let lane = i + extra;
@@ -786,7 +854,7 @@ fn line_chart(
         esc(title),
         esc(title)
     );
-    draw_faults(out, h, faults, &ax, top, bottom);
+    draw_faults(out, h, faults, &ax, top, bottom, None);
     for t in ticks(max, 4) {
         let yy = y(t);
         let _ = write!(
@@ -906,6 +974,7 @@ fn rates(out: &mut String, h: &History, faults: &Faults) {
 /// (key, group) pairs named by anomaly examples, first found first.
 fn anomaly_keys(h: &History, v: &Verdict) -> Vec<(u32, u32, Vec<&'static str>)> {
     let mut found: Vec<(u32, u32, Vec<&'static str>)> = Vec::new();
+    let mut default_group: Option<u32> = None;
     for k in AnomalyKind::ALL {
         if k.is_informational() {
             continue;
@@ -931,9 +1000,11 @@ fn anomaly_keys(h: &History, v: &Verdict) -> Vec<(u32, u32, Vec<&'static str>)> 
                         .and_then(|g| g.as_str())
                 });
             let Some(kid) = h.keys.get(key) else { continue };
-            let gid = group
-                .and_then(|g| h.groups.get(g))
-                .unwrap_or_else(|| judged_groups(h).first().copied().unwrap_or(0));
+            let gid = match group.and_then(|g| h.groups.get(g)) {
+                Some(g) => g,
+                None => *default_group
+                    .get_or_insert_with(|| judged_groups(h).first().copied().unwrap_or(0)),
+            };
             if let Some(f) = found.iter_mut().find(|f| f.0 == kid && f.1 == gid) {
                 if !f.2.contains(&k.name()) {
                     f.2.push(k.name());

@@ -10,8 +10,8 @@
 //!   ends every open `partition`-like fault (any `f` containing `partition`,
 //!   `cut`, `drop`, `delay`, `slow`); `start`/`restart` end a `kill` or `stop`
 //!   of the same target; `stop-X` ends `start-X`; `X-end` / `end-X` end `X`.
-//!   A plain `stop` ends an open generic `start`, else it starts a node stop.
-//!   A plain `start` ends an open `kill`/`stop`, else it starts a generic fault.
+//!   `clock-reset` ends every open clock fault (`clock-*`, `*skew*`).
+//!   A `stop` starts a node stop (ended by `start`); a `start` only ends.
 //! * A `kill` whose value names a client `process` (and no `node`) is instant:
 //!   the client comes back under a new process number, so nothing stays down.
 //! * An `invoke` followed by the `info` of the same `f` and target (Jepsen's
@@ -142,22 +142,15 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
                 false,
             ))
         } else if f == "start" {
-            let c = close(
+            Some(close(
                 &|iv| matches!(iv.f.as_str(), "kill" | "stop") && same_target(iv),
                 false,
-            );
-            if c {
-                Some(true)
-            } else {
-                None
-            }
-        } else if f == "stop" {
-            let c = close(&|iv| iv.f == "start" && same_target(iv), false);
-            if c {
-                Some(true)
-            } else {
-                None
-            }
+            ))
+        } else if matches!(f, "clock-reset" | "reset-clock" | "clock-heal") {
+            Some(close(
+                &|iv| iv.f.starts_with("clock") || iv.f.contains("skew"),
+                true,
+            ))
         } else if let Some(rest) = f.strip_prefix("stop-") {
             let want = format!("start-{rest}");
             Some(close(&|iv| iv.f == want, false))
@@ -215,6 +208,7 @@ mod tests {
             ev(6, OpType::Info, "heal", ""),
             ev(7, OpType::Info, "kill", r#"{"process":10,"signal":"KILL"}"#),
             ev(8, OpType::Info, "start-clock-skew", ""),
+            ev(85, OpType::Info, "start", r#"{"node":"n9"}"#),
             ev(9, OpType::Info, "stop-clock-skew", ""),
             ev(10, OpType::Info, "heal", ""),
             ev(11, OpType::Info, "flaky", r#"{"end":false}"#),
@@ -237,7 +231,8 @@ mod tests {
             ]
         );
         // The client kill and the heal with nothing open are instants.
-        assert_eq!(got.instants, vec![6, 9]);
+        // A start with nothing to end is one too.
+        assert_eq!(got.instants, vec![6, 8, 10]);
         assert_eq!(got.intervals[0].target, "n1");
     }
 }
