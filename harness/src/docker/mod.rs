@@ -45,6 +45,13 @@ fn label_filter(run: Option<&RunId>) -> HashMap<String, Vec<String>> {
     HashMap::from([("label".to_string(), vec![value])])
 }
 
+/// The object's own labels carry `gauntlet.run` (with `run`'s value, if given).
+fn carries_run(labels: Option<&HashMap<String, String>>, run: Option<&RunId>) -> bool {
+    labels
+        .and_then(|l| l.get(LABEL_RUN))
+        .is_some_and(|v| run.is_none_or(|r| v == r.as_str()))
+}
+
 /// Containers and networks carrying `gauntlet.run` (any run, or just `run`).
 /// Nothing without the label is ever listed.
 pub async fn list_labelled(docker: &Docker, run: Option<&RunId>) -> Result<Labelled> {
@@ -66,12 +73,7 @@ pub async fn list_labelled(docker: &Docker, run: Option<&RunId>) -> Result<Label
     for c in containers {
         // The daemon filtered by label already; check again, so that an engine that
         // ignored the filter can never make us remove someone else's container.
-        let labelled = c
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_RUN))
-            .is_some_and(|v| run.is_none_or(|r| v == r.as_str()));
-        if let (true, Some(id)) = (labelled, c.id) {
+        if let (true, Some(id)) = (carries_run(c.labels.as_ref(), run), c.id) {
             let name = c
                 .names
                 .and_then(|n| n.into_iter().next())
@@ -82,12 +84,7 @@ pub async fn list_labelled(docker: &Docker, run: Option<&RunId>) -> Result<Label
         }
     }
     for n in networks {
-        let labelled = n
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_RUN))
-            .is_some_and(|v| run.is_none_or(|r| v == r.as_str()));
-        if let (true, Some(id)) = (labelled, n.id) {
+        if let (true, Some(id)) = (carries_run(n.labels.as_ref(), run), n.id) {
             found.networks.push((id, n.name.unwrap_or_default()));
         }
     }
