@@ -380,6 +380,19 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
         PACKAGES.len(),
         log.display()
     ));
+    if !on_path("debootstrap") {
+        // A fresh machine: take debootstrap from Debian's packages (we are root here).
+        progress.line("rootfs: installing debootstrap (apt-get)");
+        run_logged("apt-get", &["update", "-q"], &[], &log, progress).await?;
+        run_logged(
+            "apt-get",
+            &["install", "-y", "-q", "debootstrap"],
+            &[("DEBIAN_FRONTEND", "noninteractive")],
+            &log,
+            progress,
+        )
+        .await?;
+    }
     let dir_s = dir.to_string_lossy().into_owned();
     let include = format!("--include={}", PACKAGES.join(","));
     run_logged(
@@ -456,6 +469,14 @@ fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
+}
+
+/// Whether `program` is found in a folder of PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+        || ["/usr/sbin", "/sbin"].iter().any(|d| Path::new(d).join(program).is_file())
 }
 
 /// Run a program with its output appended to `log`, printing a heartbeat with the
