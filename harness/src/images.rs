@@ -476,7 +476,9 @@ fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
         .unwrap_or(false)
-        || ["/usr/sbin", "/sbin"].iter().any(|d| Path::new(d).join(program).is_file())
+        || ["/usr/sbin", "/sbin"]
+            .iter()
+            .any(|d| Path::new(d).join(program).is_file())
 }
 
 /// Run a program with its output appended to `log`, printing a heartbeat with the

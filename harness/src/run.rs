@@ -757,6 +757,9 @@ async fn drive(
     }
     let mut all_done = true;
     for mut d in drains {
+        // `Child::wait` closes the child's stdin first, which a worker reads as "stop":
+        // keep stdin open so the drain runs until its own empty polls end it.
+        let _stdin = d.child.stdin.take();
         match tokio::time::timeout(Duration::from_secs(120), d.child.wait()).await {
             Ok(Ok(status)) if status.success() => {}
             _ => all_done = false,
@@ -781,7 +784,10 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration("30s").ok(), Some(Duration::from_secs(30)));
         assert_eq!(parse_duration("2m").ok(), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("500ms").ok(), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_duration("500ms").ok(),
+            Some(Duration::from_millis(500))
+        );
         assert_eq!(parse_duration("7").ok(), Some(Duration::from_secs(7)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5 parsecs").is_err());
@@ -789,7 +795,8 @@ mod tests {
 
     #[test]
     fn the_example_scenario_parses_and_round_trips() {
-        let s = Scenario::from_toml(include_str!("../../ci/scenario.toml")).expect("ci/scenario.toml");
+        let s =
+            Scenario::from_toml(include_str!("../../ci/scenario.toml")).expect("ci/scenario.toml");
         assert_eq!(s.broker, "rabbitmq");
         assert_eq!(s.nemesis, vec!["kill-consumer:before-ack".to_string()]);
         assert_eq!(s.delivery.resolve().queue_type, "quorum");
@@ -798,6 +805,12 @@ mod tests {
         assert_eq!(again.to_toml(), s.to_toml());
         assert!(Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nbogus = 1\n").is_err());
         let d = Scenario::default_scenario();
-        assert_eq!(Scenario::from_toml(&d.to_toml()).map(|x| x.broker).ok().as_deref(), Some("redis"));
+        assert_eq!(
+            Scenario::from_toml(&d.to_toml())
+                .map(|x| x.broker)
+                .ok()
+                .as_deref(),
+            Some("redis")
+        );
     }
 }

@@ -58,7 +58,7 @@ impl Schedule {
         interval: Duration,
         duration: Duration,
     ) -> Schedule {
-        let mut rng = SplitMix(seed ^ 0x6E65_6D65_7369_73);
+        let mut rng = SplitMix(seed ^ 0x006E_656D_6573_6973);
         let mut faults = Vec::new();
         let (time, interval, duration) = (
             time.as_millis() as u64,

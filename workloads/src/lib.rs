@@ -33,7 +33,9 @@ pub fn driver_for(
         }
         "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(&first, settings))),
         "nats" => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
-        "kafka" => Ok(Arc::new(drivers::kafka::Kafka::new(addrs, settings, drain)?)),
+        "kafka" => Ok(Arc::new(drivers::kafka::Kafka::new(
+            addrs, settings, drain,
+        )?)),
         "sqs" => Ok(Arc::new(drivers::sqs::Sqs::new(&first, settings, drain)?)),
         other => Err(ClientError::Unsupported {
             broker: "gauntlet",

@@ -352,7 +352,13 @@ pub async fn run_consumer(
         let before = cfg.ack_point == AckPoint::BeforeProcessing;
         if before {
             if let Outcome::Info(e) = consumer.ack(&msgs).await {
-                emit(wire("info", "poll", &cfg.group, None, Some(format!("ack: {e}"))));
+                emit(wire(
+                    "info",
+                    "poll",
+                    &cfg.group,
+                    None,
+                    Some(format!("ack: {e}")),
+                ));
                 return;
             }
             stall_here(stall, STALL_AFTER_ACK, emit).await;

@@ -45,7 +45,7 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let result = rt.block_on(async move {
         let driver = gauntlet_workloads::driver_for(
             &args.broker,
             &args.addrs,
@@ -90,5 +90,9 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
         };
         run_consumer(&mut *consumer, &cfg, &stop, &stall, &mut emit).await;
         anyhow::Ok(0)
-    })
+    });
+    // The stdin reader sits in a blocking read: do not wait for it (a drain worker's
+    // stdin stays open, and dropping the runtime would wait for ever).
+    rt.shutdown_background();
+    result
 }

@@ -9,9 +9,10 @@
 //!   partition, the highest acknowledged offset + 1 (synchronously).
 //! - Consumer, auto ack: `enable.auto.commit=true`; the commit may run ahead of
 //!   processing (scenario D5), and `ack` does nothing.
-//! - Drain: a fresh member of the same group, which reads from the committed
-//!   offsets; its `poll` answers "nothing" only once it has partitions assigned
-//!   and has read each of them to its high watermark (or after [`DRAIN_PATIENCE`]).
+//! - Drain: a fresh consumer of the same group that assigns itself every partition
+//!   at the group's committed offsets (no rebalance); its `poll` answers "nothing"
+//!   only once it has read each partition to its high watermark (or after
+//!   [`DRAIN_PATIENCE`]).
 //!
 //! Transactions are not offered: the queue workload has no consume-transform-produce
 //! step, and a one-send transaction would not test what D9 is about.
@@ -60,7 +61,10 @@ impl Kafka {
         if !matches!(settings.acks.as_str(), "0" | "1" | "all" | "-1") {
             return Err(ClientError::Setup {
                 broker: "kafka",
-                reason: format!("acks = {:?}: expected \"0\", \"1\" or \"all\"", settings.acks),
+                reason: format!(
+                    "acks = {:?}: expected \"0\", \"1\" or \"all\"",
+                    settings.acks
+                ),
             });
         }
         if settings.idempotence && !matches!(settings.acks.as_str(), "all" | "-1") {
@@ -139,7 +143,10 @@ impl Driver for Kafka {
                 "max.in.flight.requests.per.connection",
                 s.max_in_flight.max(1).to_string(),
             )
-            .set("message.timeout.ms", MESSAGE_TIMEOUT.as_millis().to_string())
+            .set(
+                "message.timeout.ms",
+                MESSAGE_TIMEOUT.as_millis().to_string(),
+            )
             // Send each message as it comes: the workload paces sends one at a time.
             .set("linger.ms", "0");
         let producer: FutureProducer = c.create().map_err(|e| self.create_err(e))?;
@@ -151,14 +158,42 @@ impl Driver for Kafka {
         let mut c = self.config();
         c.set("group.id", group)
             .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", manual.then_some("false").unwrap_or("true"))
+            .set("enable.auto.commit", if manual { "false" } else { "true" })
             .set("auto.commit.interval.ms", "1000")
-            .set("session.timeout.ms", "10000")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "1000")
+            // Also the JoinGroup rebalance timeout: how long the coordinator waits for
+            // old members to rejoin before it hands their partitions to a new one (the
+            // drain). The default, 5 minutes, would stall the drain.
+            .set("max.poll.interval.ms", "10000")
             .set("isolation.level", "read_committed");
         let consumer: StreamConsumer = c.create().map_err(|e| self.create_err(e))?;
-        consumer
-            .subscribe(&[TOPIC])
-            .map_err(|e| setup_err("subscribe", e))?;
+        if self.drain {
+            // The drain takes every partition itself, from the group's committed offsets
+            // (Offset::Stored), instead of waiting for the group coordinator to hand them
+            // over: tansu never assigned partitions to a member joining after the others
+            // had left (measured: nothing within 30 s).
+            let meta = consumer
+                .fetch_metadata(Some(TOPIC), Duration::from_secs(10))
+                .map_err(|e| setup_err("metadata", e))?;
+            let partitions = meta
+                .topics()
+                .iter()
+                .find(|t| t.name() == TOPIC)
+                .map(|t| t.partitions().len() as i32)
+                .filter(|n| *n > 0)
+                .unwrap_or(PARTITIONS);
+            let mut tpl = TopicPartitionList::new();
+            for p in 0..partitions {
+                tpl.add_partition_offset(TOPIC, p, Offset::Stored)
+                    .map_err(|e| setup_err("assign", e))?;
+            }
+            consumer.assign(&tpl).map_err(|e| setup_err("assign", e))?;
+        } else {
+            consumer
+                .subscribe(&[TOPIC])
+                .map_err(|e| setup_err("subscribe", e))?;
+        }
         Ok(Box::new(KafkaConsumer {
             consumer,
             manual_ack: manual,
@@ -285,9 +320,9 @@ impl KafkaConsumer {
         };
         assigned.elements().iter().all(|e| {
             let p = e.partition();
-            let Ok((low, high)) =
-                self.consumer
-                    .fetch_watermarks(TOPIC, p, Duration::from_secs(2))
+            let Ok((low, high)) = self
+                .consumer
+                .fetch_watermarks(TOPIC, p, Duration::from_secs(2))
             else {
                 return false;
             };

@@ -198,9 +198,10 @@ fn classify<T>(stage: Stage, e: &PublishError) -> Outcome<T> {
         // Definite: "no responders" - no stream listens on the subject, so nothing stored it.
         (Stage::Ack, PublishErrorKind::StreamNotFound) => Outcome::Fail(text),
         // Definite: the stream refused the expected-last-* precondition (unused here).
-        (Stage::Ack, PublishErrorKind::WrongLastMessageId | PublishErrorKind::WrongLastSequence) => {
-            Outcome::Fail(text)
-        }
+        (
+            Stage::Ack,
+            PublishErrorKind::WrongLastMessageId | PublishErrorKind::WrongLastSequence,
+        ) => Outcome::Fail(text),
         // Definite: the stream leader answered with a JetStream API error (limits,
         // insufficient resources, ...); an error reply means it did not store the message.
         (Stage::Ack, PublishErrorKind::Other) if api_error(e) => Outcome::Fail(text),
@@ -227,7 +228,11 @@ impl NatsProducer {
             // Fire and forget: a core publish the stream captures, no PubAck asked for.
             return match self
                 .client
-                .publish_with_headers(subject.to_string(), headers.clone(), payload.to_vec().into())
+                .publish_with_headers(
+                    subject.to_string(),
+                    headers.clone(),
+                    payload.to_vec().into(),
+                )
                 .await
             {
                 Ok(()) => Outcome::Ok(Stored::default()),
@@ -259,7 +264,10 @@ impl Producer for NatsProducer {
         let subject = format!("{STREAM}.{key}");
         let mut headers = HeaderMap::new();
         if self.dedup {
-            headers.insert(async_nats::header::NATS_MESSAGE_ID, value.to_string().as_str());
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                value.to_string().as_str(),
+            );
         }
         let payload = body(key, value);
         // The client does not retry publishes; `retries` is done here. A retry after an
@@ -282,6 +290,19 @@ impl Producer for NatsProducer {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Outcome::Info(unknown.unwrap_or_else(|| "no attempt made".into()))
+    }
+}
+
+impl Drop for NatsProducer {
+    /// Fire-and-forget publishes sit in the client's buffer for a moment: flush them
+    /// before the connection goes, or the last sends of a run are lost by the client.
+    fn drop(&mut self) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let client = self.client.clone();
+            rt.spawn(async move {
+                let _ = tokio::time::timeout(REPLY_TIMEOUT, client.flush()).await;
+            });
+        }
     }
 }
 

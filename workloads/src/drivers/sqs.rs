@@ -103,7 +103,9 @@ fn setup_err(what: &str, e: impl std::fmt::Display) -> ClientError {
 }
 
 /// The one place SDK errors become outcomes.
-fn classify<T, E: std::fmt::Debug>(e: &SdkError<E, aws_sdk_sqs::config::http::HttpResponse>) -> Outcome<T> {
+fn classify<T, E: std::fmt::Debug>(
+    e: &SdkError<E, aws_sdk_sqs::config::http::HttpResponse>,
+) -> Outcome<T> {
     let text = format!("{e:?}");
     match e {
         // Definite: the request could not even be built, so it was never sent.
@@ -161,7 +163,10 @@ impl Driver for Sqs {
             .collect();
         urls.sort();
         if urls.is_empty() {
-            return Err(setup_err("producer", "no gauntlet-* queue (setup not run?)"));
+            return Err(setup_err(
+                "producer",
+                "no gauntlet-* queue (setup not run?)",
+            ));
         }
         Ok(Box::new(SqsProducer {
             client: c,
@@ -212,7 +217,10 @@ impl Producer for SqsProducer {
                 }
                 // A copy already went to another group's queue: the send happened in part.
                 Err(e) if i > 0 => {
-                    return Outcome::Info(format!("sent to {i} of {} queues, then: {e:?}", self.urls.len()))
+                    return Outcome::Info(format!(
+                        "sent to {i} of {} queues, then: {e:?}",
+                        self.urls.len()
+                    ))
                 }
                 Err(e) => return classify(&e),
             }
@@ -285,7 +293,9 @@ impl SqsConsumer {
             {
                 return match classify(&e) {
                     // Some messages were deleted already: the ack happened in part.
-                    Outcome::Fail(e) if i > 0 => Outcome::Info(format!("deleted {i} of {}, then: {e}", msgs.len())),
+                    Outcome::Fail(e) if i > 0 => {
+                        Outcome::Info(format!("deleted {i} of {}, then: {e}", msgs.len()))
+                    }
                     other => other,
                 };
             }
