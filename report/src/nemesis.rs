@@ -10,7 +10,10 @@
 //!   ends every open `partition`-like fault (any `f` containing `partition`,
 //!   `cut`, `drop`, `delay`, `slow`); `start`/`restart` end a `kill` or `stop`
 //!   of the same target; `stop-X` ends `start-X`; `X-end` / `end-X` end `X`.
-//!   `clock-reset` ends every open clock fault (`clock-*`, `*skew*`).
+//!   `clock-reset` ends every open clock fault (`clock-*`, `*skew*`);
+//!   `restart-X` ends `kill-X` (`kill-consumer` .. `restart-consumer`);
+//!   `restart` ends a `kill`/`stop` of its target, else it is a fault of its
+//!   own until `restarted` (the names of `gauntlet-nemesis`).
 //!   A `stop` starts a node stop (ended by `start`); a `start` only ends.
 //! * A `kill` whose value names a client `process` (and no `node`) is instant:
 //!   the client comes back under a new process number, so nothing stays down.
@@ -134,13 +137,23 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
             Some(close(&|iv| same_target(iv), false))
         } else if f == "resume" {
             Some(close(&|iv| iv.f == "pause" && same_target(iv), false))
-        } else if matches!(f, "heal" | "heal-all" | "repair") {
+        } else if matches!(f, "heal" | "heal-all" | "healed" | "repair") {
             Some(close(&|iv| partition_like(&iv.f), true))
         } else if f == "restart" {
-            Some(close(
+            // Ends a kill or stop; else it is a fault of its own, until `restarted`.
+            close(
                 &|iv| matches!(iv.f.as_str(), "kill" | "stop") && same_target(iv),
                 false,
+            )
+            .then_some(true)
+        } else if f == "restarted" {
+            Some(close(
+                &|iv| matches!(iv.f.as_str(), "restart" | "kill" | "stop") && same_target(iv),
+                false,
             ))
+        } else if let Some(rest) = f.strip_prefix("restart-") {
+            let want = format!("kill-{rest}");
+            Some(close(&|iv| iv.f == want && same_target(iv), false))
         } else if f == "start" {
             Some(close(
                 &|iv| matches!(iv.f.as_str(), "kill" | "stop") && same_target(iv),
@@ -213,6 +226,10 @@ mod tests {
             ev(10, OpType::Info, "heal", ""),
             ev(11, OpType::Info, "flaky", r#"{"end":false}"#),
             ev(12, OpType::Info, "flaky", r#"{"end":true}"#),
+            ev(13, OpType::Info, "kill-consumer", r#"{"process":4}"#),
+            ev(14, OpType::Info, "restart-consumer", r#"{"process":4}"#),
+            ev(15, OpType::Info, "restart", r#"{"node":"n2"}"#),
+            ev(16, OpType::Info, "restarted", r#"{"node":"n2"}"#),
         ];
         let got = faults(&events);
         let spans: Vec<(&str, u64, Option<u64>)> = got
@@ -228,6 +245,8 @@ mod tests {
                 ("pause", 4, None),
                 ("start-clock-skew", 8, Some(9)),
                 ("flaky", 11, Some(12)),
+                ("kill-consumer", 13, Some(14)),
+                ("restart", 15, Some(16)),
             ]
         );
         // The client kill and the heal with nothing open are instants.
