@@ -179,13 +179,28 @@ fn schedule_for(
         let kind = FaultKind::from_str(name).map_err(|e| HarnessError::Scenario(e.to_string()))?;
         let caps = deployment.capabilities();
         let nodes = deployment.nodes().len();
-        if matches!(kind, FaultKind::Partition) && nodes < 2 {
-            return Err(HarnessError::Scenario(format!(
-                "{kind} needs at least two nodes; {} has {nodes}",
-                scenario.broker
-            )));
+        let refuse =
+            |why: String| HarnessError::Scenario(format!("{kind} on {}: {why}", scenario.broker));
+        match kind {
+            FaultKind::Partition if nodes < 2 => {
+                return Err(refuse(format!(
+                    "needs at least two nodes, the deployment has {nodes}"
+                )))
+            }
+            FaultKind::Partition if !caps.net_admin_exec => {
+                return Err(refuse(
+                    "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
+                ))
+            }
+            FaultKind::KillBroker | FaultKind::RestartBroker { .. } | FaultKind::Pause
+                if !caps.process_faults =>
+            {
+                return Err(refuse(
+                    "the deployment does not offer process faults".into(),
+                ))
+            }
+            _ => {}
         }
-        let _ = caps;
         kinds.push(kind);
     }
     Ok(Schedule::generate(
