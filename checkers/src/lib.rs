@@ -12,7 +12,9 @@ mod delivery;
 mod found;
 mod offsets;
 mod order;
+mod radix;
 pub mod stats;
+mod table;
 mod total;
 pub mod verdict;
 

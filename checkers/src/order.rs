@@ -3,6 +3,7 @@
 //! offset (`docs/checkers.md`).
 use crate::delivery::Index;
 use crate::found::Found;
+use crate::table::Table2;
 use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET, NO_OP};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
@@ -18,7 +19,9 @@ pub(crate) struct Findings {
 
 /// Each (producer, key)'s sends by producer position.
 struct Positions {
-    pair_of: FxHashMap<(u32, u32), u32>,
+    /// [send]: its (producer, key) pair.
+    pair_of_send: Vec<u32>,
+    pairs: usize,
     start: Vec<u32>,
     sends: Vec<u32>,
 }
@@ -50,7 +53,8 @@ impl Positions {
             sends[(start[pair] + s.position) as usize] = i as u32;
         }
         Positions {
-            pair_of,
+            pair_of_send,
+            pairs: pair_of.len(),
             start,
             sends,
         }
@@ -102,9 +106,22 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     let mut gap = Found::new(max);
     let mut keys_violated: FxHashSet<u32> = FxHashSet::default();
     let mut producers_violated: FxHashSet<u32> = FxHashSet::default();
-    let mut by_key: FxHashMap<(u32, u32), KeyState> = FxHashMap::default();
-    let mut by_pk: FxHashMap<(u32, u32, u32), PkState> = FxHashMap::default();
-    let mut by_producer: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    // State per consumer and key, (producer, key) pair or producer: dense tables
+    // while they stay within a few cells per delivery, hash maps beyond.
+    let n_proc = h.processes.len();
+    let budget = (1 << 16).max(2 * h.deliveries.len());
+    const NO_PK: PkState = PkState {
+        last_pos: NONE,
+        max_pos: NONE,
+        max_del: NONE,
+    };
+    const NO_KEY: KeyState = KeyState {
+        max_invoke: 0,
+        max_del: NONE,
+    };
+    let mut by_key = Table2::new(n_proc, h.keys.len(), NO_KEY, budget);
+    let mut by_pk = Table2::new(n_proc, positions.pairs, NO_PK, budget);
+    let mut by_producer = Table2::new(n_proc, n_proc, (NONE, NONE), budget);
     // (group slot, pair) -> every position below this one is accounted for.
     let mut settled: FxHashMap<(u32, u32), u32> = FxHashMap::default();
 
@@ -119,15 +136,9 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         let slot = idx.slot_of_group[poll.group as usize];
 
         // Key order: same producer by position, any producer by realtime.
-        let pk = by_pk.entry((c, send.process, send.key)).or_insert(PkState {
-            last_pos: NONE,
-            max_pos: NONE,
-            max_del: NONE,
-        });
-        let ks = by_key.entry((c, send.key)).or_insert(KeyState {
-            max_invoke: 0,
-            max_del: NONE,
-        });
+        let pair = positions.pair_of_send[d.send as usize];
+        let pk = by_pk.get_mut(c, pair, NO_PK);
+        let ks = by_key.get_mut(c, send.key, NO_KEY);
         let mut before: Option<u32> = None;
         if pk.max_pos != NONE && send.position < pk.max_pos {
             before = Some(pk.max_del);
@@ -164,7 +175,6 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         };
         let i = i64::from(send.position);
         if i > last + 1 {
-            let pair = positions.pair_of[&(send.process, send.key)];
             let sends = positions.of(pair);
             // Given to the group already: earlier in file order (this batch included), or by
             // another poll that was under way before this one completed.
@@ -227,7 +237,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         }
 
         // Producer order across keys.
-        let ps = by_producer.entry((c, send.process)).or_insert((NONE, NONE));
+        let ps = by_producer.get_mut(c, send.process, (NONE, NONE));
         if ps.0 != NONE && send.seq < ps.0 {
             let m2 = ps.1;
             if producers_violated.insert(send.process) {
@@ -254,7 +264,9 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     }
     let mut partition_order = Found::new(max);
     let mut partitions_violated: FxHashSet<u32> = FxHashSet::default();
-    let mut last_offset: FxHashMap<(u32, u32), (usize, i64, u32)> = FxHashMap::default();
+    // (consumer, partition) -> (epoch, last offset, delivery), or NO_LAST.
+    const NO_LAST: (usize, i64, u32) = (usize::MAX, 0, NONE);
+    let mut last_offset = Table2::new(n_proc, h.partitions.len() + 1, NO_LAST, budget);
     let mut has_offsets = false;
     for (di, d) in h.deliveries.iter().enumerate() {
         if d.offset == NO_OFFSET {
@@ -264,8 +276,14 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         let poll = &h.polls[d.poll as usize];
         let c = poll.process;
         let epoch = resets[c as usize].partition_point(|&r| r < poll.invoke);
-        match last_offset.get_mut(&(c, d.partition)) {
-            Some(st) if st.0 == epoch => {
+        let part = if d.partition == NONE {
+            h.partitions.len() as u32
+        } else {
+            d.partition
+        };
+        let st = last_offset.get_mut(c, part, NO_LAST);
+        match st {
+            st if st.0 == epoch => {
                 if d.offset <= st.1 && partitions_violated.insert(d.partition) {
                     let prev = st.2;
                     partition_order.hit(|| {
@@ -282,9 +300,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                 }
                 *st = (epoch, d.offset, di as u32);
             }
-            _ => {
-                last_offset.insert((c, d.partition), (epoch, d.offset, di as u32));
-            }
+            st => *st = (epoch, d.offset, di as u32),
         }
     }
     key_order.count = keys_violated.len() as u64;

@@ -76,7 +76,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     // nearly invoke order, so the sorts are close to linear too).
     let n = h.sends.len();
     let mut by_invoke: Vec<u32> = (0..n as u32).collect();
-    by_invoke.sort_by_key(|&i| h.sends[i as usize].invoke);
+    crate::radix::sort_by_key(&mut by_invoke, |i| h.sends[i as usize].invoke);
     let mut rank_of = vec![0u32; n];
     for (r, &i) in by_invoke.iter().enumerate() {
         // Equal invoke indices (a transaction's sends) share the lowest rank.
@@ -90,7 +90,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     let mut by_complete: Vec<u32> = (0..n as u32)
         .filter(|&i| h.sends[i as usize].complete != NO_OP)
         .collect();
-    by_complete.sort_by_key(|&i| h.sends[i as usize].complete);
+    crate::radix::sort_by_key(&mut by_complete, |i| h.sends[i as usize].complete);
     let mut invoked_by_completion = vec![0u32; n];
     let mut k = 0usize;
     for &i in &by_complete {

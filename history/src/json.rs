@@ -48,14 +48,14 @@ impl<'a> Scanner<'a> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn ws(&mut self) {
         while let Some(&c) = self.b.get(self.i) {
-            if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' {
-                self.i += 1;
-            } else {
+            // Anything above the space is not white space: one compare in the common case.
+            if c > b' ' || !(c == b' ' || c == b'\t' || c == b'\n' || c == b'\r') {
                 break;
             }
+            self.i += 1;
         }
     }
 
@@ -130,46 +130,60 @@ impl<'a> Scanner<'a> {
         Ok(Some(k))
     }
 
-    /// As [`Scanner::next_key`], but first tries the keys the writer puts next
-    /// (`hints`): the common case is two masked 8-byte compares.
+    /// The next key of an object as its place in `keys` ([`UNKNOWN_KEY`] for any
+    /// other key), having consumed the `:`; `None` at `}`.
+    ///
+    /// The common case is one or two masked 16-byte compares: the search starts at
+    /// `*at`, the place after the key found last, so a writer that always puts the
+    /// keys in one order is matched on the first try. A key with white space around
+    /// it, escapes or more than 13 bytes takes the general path ([`Scanner::next_key`]).
     #[inline]
-    pub fn next_key_hinted(
+    pub fn next_key_in(
         &mut self,
         first: &mut bool,
-        hints: &[Hint],
-    ) -> JResult<Option<Cow<'a, str>>> {
+        keys: &[Hint],
+        at: &mut usize,
+    ) -> JResult<Option<usize>> {
         let b = self.b;
         if *first || b.get(self.i) == Some(&b',') {
-            let at = if *first { self.i } else { self.i + 1 };
-            if let Some(chunk) = b.get(at..at + 16) {
-                let mut w = [0u8; 16];
+            let start = if *first { self.i } else { self.i + 1 };
+            // Near the end of the line, zeros stand in for the missing bytes (a key
+            // pattern ends with `":`, which zeros never match).
+            let mut w = [0u8; 16];
+            if let Some(chunk) = b.get(start..start + 16) {
                 w.copy_from_slice(chunk);
+            } else if let Some(rest) = b.get(start..) {
+                w[..rest.len()].copy_from_slice(rest);
+            }
+            {
                 let lo = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
                 let hi = u64::from_le_bytes([w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15]]);
-                for h in hints {
+                let n = keys.len();
+                let mut j = if *at < n { *at } else { 0 };
+                for _ in 0..n {
+                    let h = &keys[j];
                     if lo & h.mask_lo == h.lo && hi & h.mask_hi == h.hi {
-                        self.i = at + h.len;
+                        self.i = start + h.len;
                         *first = false;
-                        return Ok(Some(Cow::Borrowed(h.name)));
+                        *at = j + 1;
+                        return Ok(Some(j));
                     }
-                }
-            } else {
-                for h in hints {
-                    let n = h.name.len();
-                    if b.len() >= at + 3 + n
-                        && b[at] == b'"'
-                        && short_eq(&b[at + 1..at + 1 + n], h.name.as_bytes())
-                        && b[at + 1 + n] == b'"'
-                        && b[at + 2 + n] == b':'
-                    {
-                        self.i = at + h.len;
-                        *first = false;
-                        return Ok(Some(Cow::Borrowed(h.name)));
+                    j += 1;
+                    if j == n {
+                        j = 0;
                     }
                 }
             }
         }
-        self.next_key(first)
+        match self.next_key(first)? {
+            None => Ok(None),
+            Some(k) => Ok(Some(
+                keys.iter()
+                    .position(|h| h.name == &*k)
+                    .inspect(|&j| *at = j + 1)
+                    .unwrap_or(UNKNOWN_KEY),
+            )),
+        }
     }
 
     pub fn begin_array(&mut self) -> JResult<()> {
@@ -352,37 +366,67 @@ impl<'a> Scanner<'a> {
     }
 
     /// An integer that fits in i64. Fractions and exponents are refused.
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self) -> Result<i64, IntError> {
+        match self.i64_fast() {
+            Some(v) => Ok(v),
+            None => self.i64_slow(),
+        }
+    }
+
+    /// Up to 18 plain digits (which cannot overflow), eight at a time; `None` for
+    /// anything else (then [`Scanner::i64_slow`] decides).
+    #[inline(always)]
+    fn i64_fast(&mut self) -> Option<i64> {
         self.ws();
-        // Fast path: plain digits.
         let b = self.b;
         let start = self.i;
-        let mut i = start;
-        let neg = b.get(i) == Some(&b'-');
-        if neg {
-            i += 1;
-        }
-        let digits_start = i;
-        let mut v: i64 = 0;
-        // At most 18 digits here, which cannot overflow; longer numbers take the slow path.
-        let end = (digits_start + 18).min(b.len());
-        while i < end {
-            let d = b[i].wrapping_sub(b'0');
-            if d > 9 {
+        let neg = b.get(start) == Some(&b'-');
+        let digits_start = start + usize::from(neg);
+        let mut i = digits_start;
+        let mut v: u64 = 0;
+        let mut whole = false;
+        for _ in 0..2 {
+            let Some(chunk) = b.get(i..i + 8) else { break };
+            let mut w = [0u8; 8];
+            w.copy_from_slice(chunk);
+            let (n, digits) = swar_digits(u64::from_le_bytes(w));
+            v = v * POW10[n] + digits;
+            i += n;
+            if n < 8 {
+                whole = true;
                 break;
             }
-            v = v * 10 + i64::from(d);
-            i += 1;
         }
-        let simple = i > digits_start
-            && !matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E'))
-            && !(b[digits_start] == b'0' && i - digits_start > 1);
-        if simple {
-            self.i = i;
-            return Ok(if neg { -v } else { v });
+        if !whole {
+            // Near the end of the line, or more than 16 digits: the rest one byte at a time.
+            while i - digits_start < 18 {
+                let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')) else {
+                    break;
+                };
+                if d > 9 {
+                    break;
+                }
+                v = v * 10 + u64::from(d);
+                i += 1;
+            }
         }
-        self.i = start;
+        let n = i - digits_start;
+        if n == 0
+            || matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E'))
+            || (b[digits_start] == b'0' && n > 1)
+        {
+            return None;
+        }
+        self.i = i;
+        // At most 18 digits: fits in i64.
+        let v = v as i64;
+        Some(if neg { -v } else { v })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn i64_slow(&mut self) -> Result<i64, IntError> {
         let text = self.number_text().map_err(IntError::Json)?;
         if text.contains(['.', 'e', 'E']) {
             return Err(IntError::NotInteger(text.to_string()));
@@ -455,7 +499,7 @@ impl<'a> Scanner<'a> {
 /// the first byte that is `"`, `\\`, a control character or >= 0x80 (or the length).
 /// Eight bytes at a time with the classic "has a zero byte" bit trick.
 #[inline]
-fn plain_run(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn plain_run(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     while let Some(chunk) = b.get(i..i + 8) {
@@ -482,6 +526,40 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+pub(crate) const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The number of leading ASCII digits in the eight bytes `w` (first byte lowest)
+/// and their value.
+#[inline]
+pub(crate) fn swar_digits(w: u64) -> (usize, u64) {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let sub = w.wrapping_sub(ZEROS);
+    // A byte is a digit when it is 0..=9 after the subtraction: no high nibble, and
+    // none after adding 6 either. Borrows and carries only run upwards, so the
+    // lowest flagged byte is exact.
+    let bad = (sub | sub.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0;
+    let n = (bad.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Keep the n digits, moved up so that the missing leading digits read as zeros.
+    let mut d = sub << (8 * (8 - n));
+    d = (d & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    d = (d & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    d = (d & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
+    (n, d)
 }
 
 /// A key the reader expects next, as the bytes `"name":` packed for a masked compare.
@@ -536,11 +614,8 @@ impl Hint {
     }
 }
 
-/// Byte equality for short keys, inlined (a call to memcmp costs more than the compare).
-#[inline]
-fn short_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
+/// What [`Scanner::next_key_in`] returns for a key that is not in its list.
+pub const UNKNOWN_KEY: usize = usize::MAX;
 
 /// Why an integer field could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -606,6 +681,41 @@ mod tests {
         ));
         assert!(matches!(Scanner::new(b"01").i64(), Err(IntError::Json(_))));
         assert!(matches!(Scanner::new(b"-").i64(), Err(IntError::Json(_))));
+    }
+
+    #[test]
+    fn integers_of_every_length_and_ending() {
+        for n in 1..=19u32 {
+            let v: i64 = (1..=n).fold(0i64, |acc, d| acc * 10 + i64::from(d % 10));
+            for tail in ["", "}", ",\"x\":1}", "]", " "] {
+                for sign in [1, -1] {
+                    let text = format!("{}{tail}", v * sign);
+                    let mut s = Scanner::new(text.as_bytes());
+                    assert_eq!(s.i64().unwrap(), v * sign, "{text}");
+                    assert_eq!(&text[s.i..], tail, "{text}");
+                }
+            }
+        }
+        for bad in ["00", "012345678", "-", "-x", "1.0", "123456789e3", "x1"] {
+            assert!(Scanner::new(bad.as_bytes()).i64().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_are_found_in_any_order() {
+        const KEYS: [Hint; 3] = [Hint::new("a"), Hint::new("bb"), Hint::new("value")];
+        let text = br#"{"value":1,"zz":2,"a":3,"bb":4,"v\u0061lue":5 , "a" :6}"#;
+        let mut s = Scanner::new(text);
+        s.begin_object().unwrap();
+        let (mut first, mut at, mut got) = (true, 0, Vec::new());
+        while let Some(k) = s.next_key_in(&mut first, &KEYS, &mut at).unwrap() {
+            got.push((k, s.i64().unwrap()));
+        }
+        s.end().unwrap();
+        assert_eq!(
+            got,
+            vec![(2, 1), (UNKNOWN_KEY, 2), (0, 3), (1, 4), (2, 5), (0, 6)]
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! Reading never keeps whole ops: [`read_path`] pairs each completion with its
 //! invoke as it goes and keeps a few dozen bytes per message (see [`model`]).
 pub mod error;
+mod fast;
 pub mod gen;
 pub mod json;
 pub mod model;

@@ -99,24 +99,54 @@ pub struct NemesisEvent {
 }
 
 /// A string interner: dense `u32` ids.
+///
+/// Names of up to 15 bytes (almost every key, group and partition name) are
+/// looked up by their bytes packed into one integer, which hashes and compares
+/// in a few instructions; longer names by string.
 #[derive(Debug, Default, Clone)]
 pub struct Interner {
+    small: FxHashMap<u128, u32>,
     ids: FxHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
 }
 
+/// Up to 15 bytes and the length, in one integer (`None` for longer names).
+#[inline]
+fn pack(s: &str) -> Option<u128> {
+    let b = s.as_bytes();
+    if b.len() > 15 {
+        return None;
+    }
+    let mut w = [0u8; 16];
+    w[..b.len()].copy_from_slice(b);
+    w[15] = b.len() as u8;
+    Some(u128::from_le_bytes(w))
+}
+
 impl Interner {
+    #[inline]
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
+        let packed = pack(s);
+        let found = match packed {
+            Some(k) => self.small.get(&k),
+            None => self.ids.get(s),
+        };
+        if let Some(&id) = found {
             return id;
         }
         let id = u32::try_from(self.names.len()).unwrap_or(NONE - 1);
         self.names.push(s.into());
-        self.ids.insert(s.into(), id);
+        match packed {
+            Some(k) => self.small.insert(k, id),
+            None => self.ids.insert(s.into(), id),
+        };
         id
     }
     pub fn get(&self, s: &str) -> Option<u32> {
-        self.ids.get(s).copied()
+        match pack(s) {
+            Some(k) => self.small.get(&k).copied(),
+            None => self.ids.get(s).copied(),
+        }
     }
     pub fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map(|s| &**s).unwrap_or("")
@@ -126,6 +156,52 @@ impl Interner {
     }
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+}
+
+/// Value -> index into `sends`: a table where values are small and dense (as
+/// every recorder numbers them: 1, 2, 3, ...), a hash map for the others.
+#[derive(Debug, Default, Clone)]
+pub struct ValueIndex {
+    dense: Vec<u32>,
+    sparse: FxHashMap<i64, u32>,
+}
+
+impl ValueIndex {
+    /// Values below this always go to the table (4 bytes each at most).
+    const DENSE_FLOOR: u64 = 1 << 16;
+
+    #[inline]
+    pub fn get(&self, value: i64) -> Option<u32> {
+        if let Some(&i) = usize::try_from(value).ok().and_then(|v| self.dense.get(v)) {
+            return (i != NONE).then_some(i);
+        }
+        self.sparse.get(&value).copied()
+    }
+
+    /// Records `send` for `value` (which has none yet); `entries` is how many values
+    /// are recorded so far, to keep the table at most a few times larger than that.
+    #[inline]
+    fn insert(&mut self, value: i64, send: u32, entries: usize) {
+        if let Ok(v) = usize::try_from(value) {
+            if v < self.dense.len() {
+                self.dense[v] = send;
+                return;
+            }
+            let limit = Self::DENSE_FLOOR.max(4 * entries as u64 + 1024);
+            if (v as u64) < limit {
+                let new_len = (v + 1).max(self.dense.len() * 2).min(limit as usize);
+                self.dense.resize(new_len, NONE);
+                self.dense[v] = send;
+                return;
+            }
+        }
+        self.sparse.insert(value, send);
+    }
+
+    /// Memory held, in bytes (roughly).
+    pub fn heap_bytes(&self) -> usize {
+        self.dense.capacity() * 4 + self.sparse.capacity() * 16
     }
 }
 
@@ -172,7 +248,7 @@ pub struct History {
     pub processes: Vec<u64>,
     process_ids: FxHashMap<u64, u32>,
     /// Value -> index into `sends`.
-    pub send_of_value: FxHashMap<i64, u32>,
+    pub send_of_value: ValueIndex,
     pub counts: Counts,
     /// Things worth telling that did not stop the read (a cut-off last line).
     pub warnings: Vec<String>,
@@ -203,8 +279,8 @@ impl History {
     }
     pub fn send_of(&self, value: i64) -> Option<&Send> {
         self.send_of_value
-            .get(&value)
-            .map(|&i| &self.sends[i as usize])
+            .get(value)
+            .map(|i| &self.sends[i as usize])
     }
     /// Deliveries of one poll.
     pub fn poll_deliveries(&self, poll: &Poll) -> &[Delivery] {
@@ -231,7 +307,10 @@ struct Pending {
 #[derive(Default)]
 pub struct Builder {
     h: History,
-    pending: FxHashMap<u32, Pending>,
+    /// By dense process id.
+    pending: Vec<Option<Pending>>,
+    /// Partition number -> id, for partitions without a topic.
+    partition_dense: Vec<u32>,
     /// (process, key) -> sends so far.
     positions: FxHashMap<(u32, u32), u32>,
     seqs: Vec<u32>,
@@ -258,11 +337,31 @@ impl Builder {
         self.h.processes.push(p);
         self.h.process_ids.insert(p, id);
         self.seqs.push(0);
+        self.pending.push(None);
         id
     }
 
+    #[inline]
     fn partition_id(&mut self, topic: Option<&str>, partition: Option<i64>) -> u32 {
         let Some(p) = partition else { return NONE };
+        // The common case, small partition numbers without a topic: a table.
+        if topic.is_none() && (0..4096).contains(&p) {
+            if let Some(&id) = self.partition_dense.get(p as usize) {
+                if id != NONE {
+                    return id;
+                }
+            }
+            let id = self.partition_id_slow(None, p);
+            if self.partition_dense.len() <= p as usize {
+                self.partition_dense.resize(p as usize + 1, NONE);
+            }
+            self.partition_dense[p as usize] = id;
+            return id;
+        }
+        self.partition_id_slow(topic, p)
+    }
+
+    fn partition_id_slow(&mut self, topic: Option<&str>, p: i64) -> u32 {
         let t = topic.map_or(NONE, |t| self.h.topics.intern(t));
         if let Some(&id) = self.h.partition_ids.get(&(t, p)) {
             return id;
@@ -285,7 +384,7 @@ impl Builder {
         in_txn: bool,
     ) -> Result<u32, Problem> {
         let idx = u32_of(self.h.sends.len());
-        if let Some(&prev) = self.h.send_of_value.get(&m.value) {
+        if let Some(prev) = self.h.send_of_value.get(m.value) {
             let first = self.h.sends[prev as usize].invoke;
             return Err(Problem::ValueSentTwice {
                 value: m.value,
@@ -298,7 +397,9 @@ impl Builder {
         *pos += 1;
         let seq = self.seqs[process as usize];
         self.seqs[process as usize] += 1;
-        self.h.send_of_value.insert(m.value, idx);
+        self.h
+            .send_of_value
+            .insert(m.value, idx, self.h.sends.len());
         self.h.sends.push(Send {
             value: m.value,
             invoke: op.index,
@@ -369,7 +470,7 @@ impl Builder {
     }
 
     /// Adds the op read from 1-based `line`.
-    pub fn push(&mut self, op: Op<'_>, line: u64) -> Result<(), Problem> {
+    pub fn push(&mut self, op: &Op<'_>, line: u64) -> Result<(), Problem> {
         if let Some(prev) = self.last_index {
             if op.index <= prev {
                 return Err(Problem::IndexNotIncreasing {
@@ -430,7 +531,7 @@ impl Builder {
         };
         let process = self.process_id(pnum);
         if op.kind == OpType::Invoke {
-            if let Some(p) = self.pending.get(&process) {
+            if let Some(p) = &self.pending[process as usize] {
                 return Err(Problem::InvokeWhilePending {
                     process: pnum,
                     f: op.f.name().to_string(),
@@ -440,7 +541,7 @@ impl Builder {
             }
             let kind = match (&op.f, &op.value) {
                 (F::Send, Value::Send(m)) => {
-                    PendingKind::Send(self.new_send(m, &op, process, false)?)
+                    PendingKind::Send(self.new_send(m, op, process, false)?)
                 }
                 (F::Send, _) => {
                     return Err(Problem::bad("value", "a send needs {\"key\",\"value\"}"))
@@ -450,7 +551,7 @@ impl Builder {
                     let mut sends = Vec::new();
                     for mo in micro {
                         if let MicroOp::Send(m) = mo {
-                            sends.push(self.new_send(m, &op, process, true)?);
+                            sends.push(self.new_send(m, op, process, true)?);
                         }
                     }
                     PendingKind::Txn(sends)
@@ -471,22 +572,19 @@ impl Builder {
                     PendingKind::Other
                 }
             };
-            self.pending.insert(
-                process,
-                Pending {
-                    f: match op.f.static_name() {
-                        Some(n) => Cow::Borrowed(n),
-                        None => Cow::Owned(op.f.name().to_string()),
-                    },
-                    line,
-                    index: op.index,
-                    kind,
+            self.pending[process as usize] = Some(Pending {
+                f: match op.f.static_name() {
+                    Some(n) => Cow::Borrowed(n),
+                    None => Cow::Owned(op.f.name().to_string()),
                 },
-            );
+                line,
+                index: op.index,
+                kind,
+            });
             return Ok(());
         }
         // A completion.
-        let Some(p) = self.pending.remove(&process) else {
+        let Some(p) = self.pending[process as usize].take() else {
             return Err(Problem::CompletionWithoutInvoke {
                 kind: op.kind.as_str(),
                 f: op.f.name().to_string(),
@@ -513,11 +611,11 @@ impl Builder {
                     Value::Send(m) => Some(m),
                     _ => None,
                 };
-                self.complete_send(idx, m, &op, outcome);
+                self.complete_send(idx, m, op, outcome);
             }
             PendingKind::Poll => {
                 if let (OpType::Ok, Value::Messages(ms)) = (op.kind, &op.value) {
-                    self.add_poll(&op, p.index, process, ms);
+                    self.add_poll(op, p.index, process, ms);
                 }
             }
             PendingKind::Txn(sends) => {
@@ -546,7 +644,7 @@ impl Builder {
                                         self.new_send(m, &inv, process, true)?
                                     }
                                 };
-                                self.complete_send(idx, Some(m), &op, outcome);
+                                self.complete_send(idx, Some(m), op, outcome);
                             }
                             MicroOp::Poll(ms) if op.kind == OpType::Ok => {
                                 reads.extend(ms.iter().cloned())
@@ -557,11 +655,11 @@ impl Builder {
                 }
                 for (i, &s) in sends.iter().enumerate() {
                     if !done[i] {
-                        self.complete_send(s, None, &op, outcome);
+                        self.complete_send(s, None, op, outcome);
                     }
                 }
                 if op.kind == OpType::Ok && !reads.is_empty() {
-                    self.add_poll(&op, p.index, process, &reads);
+                    self.add_poll(op, p.index, process, &reads);
                 }
             }
             PendingKind::Other => {
@@ -583,7 +681,7 @@ impl Builder {
         self.pending.clear();
         let map = &self.h.send_of_value;
         for d in &mut self.h.deliveries {
-            d.send = map.get(&d.value).copied().unwrap_or(NONE);
+            d.send = map.get(d.value).unwrap_or(NONE);
         }
         self.h
     }

@@ -2,19 +2,48 @@
 use crate::error::Problem;
 use crate::json::{Hint, IntError, JsonError, Kind, Scanner};
 
-// The keys in the order the writer puts them, tried first by the reader.
-const H_INDEX: Hint = Hint::new("index");
-const H_TIME: Hint = Hint::new("time");
-const H_PROCESS: Hint = Hint::new("process");
-const H_TYPE: Hint = Hint::new("type");
-const H_F: Hint = Hint::new("f");
-const H_GROUP: Hint = Hint::new("group");
-const H_VALUE: Hint = Hint::new("value");
-const H_ERROR: Hint = Hint::new("error");
-const H_KEY: Hint = Hint::new("key");
-const H_PARTITION: Hint = Hint::new("partition");
-const H_OFFSET: Hint = Hint::new("offset");
-const H_ID: Hint = Hint::new("id");
+// The keys of each object, in the order the writer puts them (the reader tries
+// the one after the last key found first); a key's place in its list is its id.
+const OP_KEYS: [Hint; 8] = [
+    Hint::new("index"),
+    Hint::new("time"),
+    Hint::new("process"),
+    Hint::new("type"),
+    Hint::new("f"),
+    Hint::new("group"),
+    Hint::new("value"),
+    Hint::new("error"),
+];
+const K_INDEX: usize = 0;
+const K_TIME: usize = 1;
+const K_PROCESS: usize = 2;
+const K_TYPE: usize = 3;
+const K_F: usize = 4;
+const K_GROUP: usize = 5;
+const K_VALUE: usize = 6;
+const K_ERROR: usize = 7;
+
+// Messages and micro-ops: the writer's maps are sorted by key.
+const MSG_KEYS: [Hint; 9] = [
+    Hint::new("f"),
+    Hint::new("id"),
+    Hint::new("key"),
+    Hint::new("messages"),
+    Hint::new("offset"),
+    Hint::new("partition"),
+    Hint::new("redelivered"),
+    Hint::new("topic"),
+    Hint::new("value"),
+];
+const M_F: usize = 0;
+const M_ID: usize = 1;
+const M_KEY: usize = 2;
+const M_MESSAGES: usize = 3;
+const M_OFFSET: usize = 4;
+const M_PARTITION: usize = 5;
+const M_REDELIVERED: usize = 6;
+const M_TOPIC: usize = 7;
+const M_VALUE: usize = 8;
 use std::borrow::Cow;
 
 /// Who did an op.
@@ -237,25 +266,22 @@ fn msg<'a>(s: &mut Scanner<'a>, what: &'static str) -> Result<Msg<'a>, Problem> 
     let mut m = Msg::default();
     let mut have_value = false;
     let mut first = true;
-    let mut hints: &[Hint] = &[H_KEY, H_VALUE];
-    while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
-        hints = match &*k {
-            "key" => &[H_VALUE],
-            "value" => &[H_PARTITION, H_ID],
-            "partition" => &[H_OFFSET],
-            _ => &[],
-        };
-        match &*k {
-            "value" => {
+    let mut at = M_KEY;
+    while let Some(k) = s
+        .next_key_in(&mut first, &MSG_KEYS, &mut at)
+        .map_err(json)?
+    {
+        match k {
+            M_VALUE => {
                 m.value = integer(s, "value")?;
                 have_value = true;
             }
-            "key" => m.key = text(s, "key")?,
-            "partition" => m.partition = nullable_int(s, "partition")?,
-            "offset" => m.offset = nullable_int(s, "offset")?,
-            "id" => m.id = text(s, "id")?,
-            "topic" => m.topic = opt_string(s, "topic")?,
-            "redelivered" => {
+            M_KEY => m.key = text(s, "key")?,
+            M_PARTITION => m.partition = nullable_int(s, "partition")?,
+            M_OFFSET => m.offset = nullable_int(s, "offset")?,
+            M_ID => m.id = text(s, "id")?,
+            M_TOPIC => m.topic = opt_string(s, "topic")?,
+            M_REDELIVERED => {
                 m.redelivered = match s.kind().map_err(json)? {
                     Kind::Bool => s.bool().map_err(json)?,
                     Kind::Null => {
@@ -337,12 +363,12 @@ fn positions<'a>(s: &mut Scanner<'a>) -> Result<Vec<Position<'a>>, Problem> {
         }
         s.begin_object().map_err(json)?;
         let (mut topic, mut partition, mut offset) = (None, None, None);
-        let mut f2 = true;
-        while let Some(k) = s.next_key(&mut f2).map_err(json)? {
-            match &*k {
-                "partition" => partition = Some(integer(s, "partition")?),
-                "offset" => offset = Some(integer(s, "offset")?),
-                "topic" => topic = opt_string(s, "topic")?,
+        let (mut f2, mut at) = (true, M_OFFSET);
+        while let Some(k) = s.next_key_in(&mut f2, &MSG_KEYS, &mut at).map_err(json)? {
+            match k {
+                M_PARTITION => partition = Some(integer(s, "partition")?),
+                M_OFFSET => offset = Some(integer(s, "offset")?),
+                M_TOPIC => topic = opt_string(s, "topic")?,
                 _ => {
                     s.skip().map_err(json)?;
                 }
@@ -379,20 +405,20 @@ fn micro_ops<'a>(s: &mut Scanner<'a>) -> Result<Vec<MicroOp<'a>>, Problem> {
         let mut m = Msg::default();
         let mut have_value = false;
         let mut messages = Vec::new();
-        let mut f2 = true;
-        while let Some(k) = s.next_key(&mut f2).map_err(json)? {
-            match &*k {
-                "f" => f = opt_string(s, "f")?,
-                "key" => m.key = text(s, "key")?,
-                "value" => {
+        let (mut f2, mut at) = (true, M_F);
+        while let Some(k) = s.next_key_in(&mut f2, &MSG_KEYS, &mut at).map_err(json)? {
+            match k {
+                M_F => f = opt_string(s, "f")?,
+                M_KEY => m.key = text(s, "key")?,
+                M_VALUE => {
                     m.value = integer(s, "value")?;
                     have_value = true;
                 }
-                "partition" => m.partition = nullable_int(s, "partition")?,
-                "offset" => m.offset = nullable_int(s, "offset")?,
-                "id" => m.id = text(s, "id")?,
-                "topic" => m.topic = opt_string(s, "topic")?,
-                "messages" => messages = msgs(s, "messages")?,
+                M_PARTITION => m.partition = nullable_int(s, "partition")?,
+                M_OFFSET => m.offset = nullable_int(s, "offset")?,
+                M_ID => m.id = text(s, "id")?,
+                M_TOPIC => m.topic = opt_string(s, "topic")?,
+                M_MESSAGES => messages = msgs(s, "messages")?,
                 _ => {
                     s.skip().map_err(json)?;
                 }
@@ -447,7 +473,19 @@ fn typed_value<'a>(
 }
 
 /// Parses one line (without its newline) into an op.
+///
+/// Lines in the exact layout of Gauntlet's writer take a fast path
+/// ([`crate::fast`]); every other line, and every error, the general one.
+#[inline]
 pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
+    match crate::fast::parse(line) {
+        Some(op) => Ok(op),
+        None => parse_general(line),
+    }
+}
+
+/// The general parser: any key order, white space and escapes, with the errors.
+pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut s = Scanner::new(line);
     if s.kind().map_err(json)? != Kind::Object {
         return Err(Problem::Json {
@@ -466,22 +504,12 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut value: Option<Value<'_>> = None;
     let mut value_at: Option<usize> = None;
     let mut first = true;
-    let mut hints: &[Hint] = &[H_INDEX];
-    while let Some(k) = s.next_key_hinted(&mut first, hints).map_err(json)? {
-        hints = match &*k {
-            "index" => &[H_TIME],
-            "time" => &[H_PROCESS],
-            "process" => &[H_TYPE],
-            "type" => &[H_F],
-            "f" => &[H_VALUE, H_GROUP],
-            "group" => &[H_VALUE],
-            "value" => &[H_ERROR],
-            _ => &[],
-        };
-        match &*k {
-            "index" => index = Some(uint(&mut s, "index")?),
-            "time" => time = Some(uint(&mut s, "time")?),
-            "process" => {
+    let mut at = K_INDEX;
+    while let Some(k) = s.next_key_in(&mut first, &OP_KEYS, &mut at).map_err(json)? {
+        match k {
+            K_INDEX => index = Some(uint(&mut s, "index")?),
+            K_TIME => time = Some(uint(&mut s, "time")?),
+            K_PROCESS => {
                 process = Some(match s.kind().map_err(json)? {
                     Kind::Number => Process::Client(uint(&mut s, "process")?),
                     Kind::String => {
@@ -500,7 +528,7 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
                     }
                 })
             }
-            "type" => {
+            K_TYPE => {
                 let t = match s.kind().map_err(json)? {
                     Kind::String => s.string().map_err(json)?,
                     _ => return Err(Problem::bad("type", "expected a string")),
@@ -518,15 +546,15 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
                     }
                 });
             }
-            "f" => {
+            K_F => {
                 let name = match s.kind().map_err(json)? {
                     Kind::String => s.string().map_err(json)?,
                     _ => return Err(Problem::bad("f", "expected a string")),
                 };
                 f = Some(F::from_str(name));
             }
-            "group" => group = text(&mut s, "group")?,
-            "error" => {
+            K_GROUP => group = text(&mut s, "group")?,
+            K_ERROR => {
                 error = match s.kind().map_err(json)? {
                     Kind::String => Some(s.string().map_err(json)?),
                     Kind::Null => {
@@ -536,7 +564,7 @@ pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
                     _ => Some(Cow::Borrowed(s.skip().map_err(json)?)),
                 }
             }
-            "value" => match (&f, kind, &process) {
+            K_VALUE => match (&f, kind, &process) {
                 // The usual field order (f and type before value): read it typed at once.
                 (Some(f), Some(kind), Some(p)) => {
                     value = Some(typed_value(

@@ -103,7 +103,7 @@ pub fn read<R: Read>(name: &Path, mut input: R) -> Result<History, HistoryError>
             }
         };
         builder
-            .push(op, line_no)
+            .push(&op, line_no)
             .map_err(|problem| line_error(name, line_no, problem))?;
     }
     let mut h = builder.finish();

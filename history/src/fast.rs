@@ -1,0 +1,451 @@
+//! The fast path of the line parser: the exact layout Gauntlet's writer produces.
+//!
+//! [`crate::writer::write_line`] always puts the keys in one order
+//! (`index`, `time`, `process`, `type`, `f`, `group`, `value`, `error`) with no
+//! white space, and serde_json writes message objects with their keys sorted.
+//! Matching that layout literally (a fixed-length compare per key, eight digits
+//! at a time per integer) is several times cheaper than the general scanner,
+//! which has to expect any key in any order.
+//!
+//! The contract is simple: [`parse`] returns `Some(op)` only for a line that is
+//! valid JSON, that the general parser ([`crate::op::parse_op`]) accepts, and
+//! for which it returns the same op; for everything else (other key orders,
+//! white space, escapes, unusual values, every error) it returns `None` and the
+//! general parser decides. A test checks this on generated and on mutated lines.
+use crate::json::{plain_run, swar_digits, POW10};
+use crate::op::{Msg, Op, OpType, Position, Process, Value, F};
+use std::borrow::Cow;
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, c: u8) -> Option<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// Consumes `pat` if the input continues with it.
+    #[inline(always)]
+    fn lit<const N: usize>(&mut self, pat: &[u8; N]) -> bool {
+        match self.b.get(self.i..self.i + N) {
+            Some(s) if s == pat => {
+                self.i += N;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A JSON integer of at most 18 digits (no fraction, no exponent).
+    #[inline(always)]
+    fn int(&mut self) -> Option<i64> {
+        let neg = self.peek() == Some(b'-');
+        let start = self.i + usize::from(neg);
+        let mut i = start;
+        let mut v: u64 = 0;
+        let mut whole = false;
+        for _ in 0..2 {
+            let Some(chunk) = self.b.get(i..i + 8) else {
+                break;
+            };
+            let mut w = [0u8; 8];
+            w.copy_from_slice(chunk);
+            let (n, digits) = swar_digits(u64::from_le_bytes(w));
+            v = v * POW10[n] + digits;
+            i += n;
+            if n < 8 {
+                whole = true;
+                break;
+            }
+        }
+        if !whole {
+            while i - start < 18 {
+                let Some(d) = self.b.get(i).map(|c| c.wrapping_sub(b'0')) else {
+                    break;
+                };
+                if d > 9 {
+                    break;
+                }
+                v = v * 10 + u64::from(d);
+                i += 1;
+            }
+        }
+        let n = i - start;
+        // What may follow a number in this layout; anything else is the general path's.
+        let next_ok = matches!(self.b.get(i), Some(b',' | b'}' | b']'));
+        if n == 0 || !next_ok || (n > 1 && self.b[start] == b'0') {
+            return None;
+        }
+        self.i = i;
+        let v = v as i64;
+        Some(if neg { -v } else { v })
+    }
+
+    #[inline(always)]
+    fn uint(&mut self) -> Option<u64> {
+        if self.peek() == Some(b'-') {
+            return None;
+        }
+        self.int().map(|v| v as u64)
+    }
+
+    /// A string without escapes, control characters or non-ASCII bytes.
+    #[inline(always)]
+    fn str(&mut self) -> Option<&'a str> {
+        self.byte(b'"')?;
+        let start = self.i;
+        let end = plain_run(self.b, start);
+        if self.b.get(end) != Some(&b'"') {
+            return None;
+        }
+        self.i = end + 1;
+        // SAFETY: `plain_run` stops at the first byte >= 0x80, so b[start..end] is
+        // ASCII, which is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(&self.b[start..end]) })
+    }
+
+    /// `,"name":` (or `"name":` for the first key), consumed when it is next.
+    #[inline(always)]
+    fn key<const N: usize>(&mut self, first: &mut bool, name: &[u8; N]) -> bool {
+        let at = self.i;
+        if !*first && self.byte(b',').is_none() {
+            return false;
+        }
+        if self.lit(name) {
+            *first = false;
+            true
+        } else {
+            self.i = at;
+            false
+        }
+    }
+
+    /// A message object. Its keys may come in any order (serde_json sorts them;
+    /// the contract's examples do not), and a key given twice counts with its last
+    /// value, as in the general parser; a key this path does not know sends the
+    /// line to the general parser.
+    fn msg(&mut self) -> Option<Msg<'a>> {
+        self.byte(b'{')?;
+        let mut m = Msg::default();
+        let mut have_value = false;
+        loop {
+            // The key's first letter picks the only key it can be.
+            match self.b.get(self.i + 1)? {
+                b'k' if self.lit(b"\"key\":") => m.key = Some(Cow::Borrowed(self.str()?)),
+                b'o' if self.lit(b"\"offset\":") => m.offset = Some(self.int()?),
+                b'p' if self.lit(b"\"partition\":") => m.partition = Some(self.int()?),
+                b'v' if self.lit(b"\"value\":") => {
+                    m.value = self.int()?;
+                    have_value = true;
+                }
+                b'i' if self.lit(b"\"id\":") => m.id = Some(Cow::Borrowed(self.str()?)),
+                b'r' if self.lit(b"\"redelivered\":") => {
+                    m.redelivered = if self.lit(b"true") {
+                        true
+                    } else if self.lit(b"false") {
+                        false
+                    } else {
+                        return None;
+                    };
+                }
+                b't' if self.lit(b"\"topic\":") => m.topic = Some(Cow::Borrowed(self.str()?)),
+                _ => return None,
+            }
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        have_value.then_some(m)
+    }
+
+    fn msgs(&mut self) -> Option<Vec<Msg<'a>>> {
+        self.byte(b'[')?;
+        let mut out = Vec::with_capacity(4);
+        if self.byte(b']').is_some() {
+            return Some(out);
+        }
+        loop {
+            out.push(self.msg()?);
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(out);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn ints(&mut self) -> Option<Vec<i64>> {
+        self.byte(b'[')?;
+        let mut out = Vec::new();
+        if self.byte(b']').is_some() {
+            return Some(out);
+        }
+        loop {
+            out.push(self.int()?);
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(out);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn positions(&mut self) -> Option<Vec<Position<'a>>> {
+        self.byte(b'[')?;
+        let mut out = Vec::new();
+        if self.byte(b']').is_some() {
+            return Some(out);
+        }
+        loop {
+            self.byte(b'{')?;
+            let mut first = true;
+            if !self.key(&mut first, b"\"offset\":") {
+                return None;
+            }
+            let offset = self.int()?;
+            if !self.key(&mut first, b"\"partition\":") {
+                return None;
+            }
+            let partition = self.int()?;
+            let topic = if self.key(&mut first, b"\"topic\":") {
+                Some(Cow::Borrowed(self.str()?))
+            } else {
+                None
+            };
+            self.byte(b'}')?;
+            out.push(Position {
+                topic,
+                partition,
+                offset,
+            });
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(out);
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Parses a line in the writer's exact layout; `None` leaves it to the general parser.
+#[inline]
+pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
+    let mut c = Cursor { b: line, i: 0 };
+    if !c.lit(b"{\"index\":") {
+        return None;
+    }
+    let index = c.uint()?;
+    if !c.lit(b",\"time\":") {
+        return None;
+    }
+    let time = c.uint()?;
+    if !c.lit(b",\"process\":") {
+        return None;
+    }
+    // Only clients: nemesis and harness lines are few and take the general path.
+    let process = c.uint()?;
+    if !c.lit(b",\"type\":\"") {
+        return None;
+    }
+    let kind = if c.lit(b"invoke\"") {
+        OpType::Invoke
+    } else if c.lit(b"ok\"") {
+        OpType::Ok
+    } else if c.lit(b"fail\"") {
+        OpType::Fail
+    } else if c.lit(b"info\"") {
+        OpType::Info
+    } else {
+        return None;
+    };
+    if !c.lit(b",\"f\":") {
+        return None;
+    }
+    let f = match c.str()? {
+        "send" => F::Send,
+        "poll" => F::Poll,
+        "ack" => F::Ack,
+        "commit" => F::Commit,
+        _ => return None,
+    };
+    let group = if c.lit(b",\"group\":") {
+        Some(Cow::Borrowed(c.str()?))
+    } else {
+        None
+    };
+    let value = if c.lit(b",\"value\":") {
+        if c.lit(b"null") {
+            Value::None
+        } else {
+            match (&f, kind) {
+                (F::Send, OpType::Invoke | OpType::Ok) => Value::Send(c.msg()?),
+                (F::Poll, OpType::Ok) => Value::Messages(c.msgs()?),
+                (F::Ack, OpType::Invoke | OpType::Ok) => Value::Values(c.ints()?),
+                (F::Commit, OpType::Invoke | OpType::Ok) => Value::Positions(c.positions()?),
+                _ => return None,
+            }
+        }
+    } else {
+        Value::None
+    };
+    let error = if c.lit(b",\"error\":") {
+        Some(Cow::Borrowed(c.str()?))
+    } else {
+        None
+    };
+    if !c.lit(b"}") || c.i != line.len() {
+        return None;
+    }
+    // The general parser refuses these (a send must say what it sends).
+    if kind == OpType::Invoke && f == F::Send && value == Value::None {
+        return None;
+    }
+    Some(Op {
+        index,
+        time,
+        process: Process::Client(process),
+        kind,
+        f,
+        group,
+        value,
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{generate, GenConfig, Rng};
+    use crate::op::parse_op;
+
+    /// Every line the fast path takes, the general parser takes too, with the same op.
+    fn agree(line: &[u8]) -> bool {
+        match parse(line) {
+            Some(op) => {
+                assert_eq!(
+                    crate::op::parse_general(line).as_ref(),
+                    Ok(&op),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[test]
+    fn generated_lines_take_the_fast_path_and_agree() {
+        let mut out = Vec::new();
+        let cfg = GenConfig {
+            ops: 20_000,
+            ..GenConfig::default()
+        };
+        generate(&cfg, &mut out).unwrap();
+        let (mut fast, mut all) = (0, 0);
+        for line in out.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+            all += 1;
+            if agree(line) {
+                fast += 1;
+            }
+        }
+        // Everything but nemesis, harness, txn and subscribe/assign lines.
+        assert!(
+            fast * 10 > all * 9,
+            "{fast} of {all} lines on the fast path"
+        );
+    }
+
+    #[test]
+    fn hand_written_lines() {
+        for line in [
+            r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"key":"k1","offset":0,"partition":0,"value":1}}"#,
+            r#"{"index":4,"time":120000,"process":4,"type":"ok","f":"poll","group":"g1","value":[{"id":"m-1","key":"k1","redelivered":true,"topic":"t","value":-1}]}"#,
+            r#"{"index":4,"time":120000,"process":4,"type":"ok","f":"commit","value":[{"offset":3,"partition":0},{"offset":5,"partition":1,"topic":"t"}]}"#,
+            r#"{"index":4,"time":120000,"process":4,"type":"ok","f":"ack","value":[1,2,3]}"#,
+            r#"{"index":4,"time":120000,"process":4,"type":"info","f":"send","error":"timeout"}"#,
+            r#"{"index":4,"time":120000,"process":4,"type":"ok","f":"poll","value":[]}"#,
+            r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"key":"k1","value":1,"partition":0,"offset":0}}"#,
+            r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"value":1,"key":"k1","value":2}}"#,
+        ] {
+            assert!(agree(line.as_bytes()), "{line}");
+        }
+        for line in [
+            r#"{"index":1, "time":91000,"process":0,"type":"invoke","f":"poll"}"#,
+            r#"{"index":01,"time":91000,"process":0,"type":"invoke","f":"poll"}"#,
+            r#"{"index":1,"time":91000,"process":0,"type":"invoke","f":"send"}"#,
+            r#"{"index":1,"time":91000,"process":0,"type":"invoke","f":"poll"} "#,
+            r#"{"index":1,"time":91000,"process":0,"type":"invoke","f":"poll"}}"#,
+            r#"{"index":1,"time":1.5,"process":0,"type":"invoke","f":"poll"}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"p\u006fll"}"#,
+            r#"{"index":1,"time":1,"process":"nemesis","type":"info","f":"kill"}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a","value":1},"value":{"key":"a","value":2}}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a","vals":1,"value":1}}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a"}}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{}}"#,
+        ] {
+            assert!(!agree(line.as_bytes()), "fast path took {line}");
+        }
+    }
+
+    #[test]
+    fn mutated_lines_never_disagree() {
+        let mut out = Vec::new();
+        let cfg = GenConfig {
+            ops: 3_000,
+            ..GenConfig::default()
+        };
+        generate(&cfg, &mut out).unwrap();
+        let lines: Vec<&[u8]> = out
+            .split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let mut rng = Rng::new(7);
+        const BYTES: &[u8] = b"{}[]\":,0123456789-.eE \\tnul\x01\xc3a";
+        for round in 0..60_000u64 {
+            let mut line = lines[(round as usize) % lines.len()].to_vec();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(line.len() as u64 + 1) as usize;
+                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
+                match rng.below(3) {
+                    0 if at < line.len() => line[at] = b,
+                    1 => line.insert(at, b),
+                    _ if at < line.len() => {
+                        line.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            agree(&line);
+            // And whatever the fast path refuses, the general parser still judges.
+            let _ = parse_op(&line);
+        }
+    }
+}
