@@ -311,6 +311,8 @@ pub struct Builder {
     pending: Vec<Option<Pending>>,
     /// Partition number -> id, for partitions without a topic.
     partition_dense: Vec<u32>,
+    /// Process number -> dense id, for numbers below 2^16.
+    process_dense: Vec<u32>,
     /// (process, key) -> sends so far.
     positions: FxHashMap<(u32, u32), u32>,
     seqs: Vec<u32>,
@@ -329,15 +331,36 @@ impl Builder {
         b
     }
 
+    #[inline]
     fn process_id(&mut self, p: u64) -> u32 {
-        if let Some(&id) = self.h.process_ids.get(&p) {
-            return id;
+        // Process numbers are small in every recorder's histories: a table first.
+        if let Some(&id) = self.process_dense.get(p as usize) {
+            if id != NONE {
+                return id;
+            }
         }
-        let id = u32_of(self.h.processes.len());
-        self.h.processes.push(p);
-        self.h.process_ids.insert(p, id);
-        self.seqs.push(0);
-        self.pending.push(None);
+        self.process_id_slow(p)
+    }
+
+    fn process_id_slow(&mut self, p: u64) -> u32 {
+        let id = match self.h.process_ids.get(&p) {
+            Some(&id) => id,
+            None => {
+                let id = u32_of(self.h.processes.len());
+                self.h.processes.push(p);
+                self.h.process_ids.insert(p, id);
+                self.seqs.push(0);
+                self.pending.push(None);
+                id
+            }
+        };
+        if p < 1 << 16 {
+            let p = p as usize;
+            if self.process_dense.len() <= p {
+                self.process_dense.resize(p + 1, NONE);
+            }
+            self.process_dense[p] = id;
+        }
         id
     }
 
