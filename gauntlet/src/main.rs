@@ -21,6 +21,8 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Run a scenario against a real broker: deploy, drive the workload, drain, check.
     Run(cmd::run::RunArgs),
+    /// Run a matrix of scenarios (ci/matrix.toml), each judged against what it declares.
+    Matrix(cmd::matrix::MatrixArgs),
     /// One consumer process of a run (started by `gauntlet run`).
     #[command(hide = true)]
     Worker(cmd::worker::WorkerArgs),
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Matrix(args) => cmd::matrix::run(args),
         Command::Worker(args) => cmd::worker::run(args),
         Command::Images(c) => cmd::images::run(c),
         Command::Clean(args) => cmd::clean::run(args),

@@ -536,7 +536,8 @@ impl Worker {
     }
 }
 
-fn timestamp() -> String {
+/// The time now, UTC, as `YYYYmmddTHHMMSS` (run folder names).
+pub fn timestamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -4,6 +4,7 @@ pub mod check;
 pub mod clean;
 pub mod fuzz;
 pub mod images;
+pub mod matrix;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -1,0 +1,454 @@
+//! A matrix of scenarios, each with what its run must show: "safe config stays
+//! safe" (the verdict is valid) or a negative control ("unsafe config gets
+//! caught": the verdict is invalid and names the anomaly the unsafe setting
+//! allows). A negative control that finds nothing fails too: the harness would
+//! have lost its teeth.
+//!
+//! ```toml
+//! [profiles.smoke]          # overrides for every scenario the profile runs
+//! time = "10s"
+//!
+//! [[scenario]]
+//! file = "scenarios/rabbitmq-auto-ack.toml"   # a `gauntlet run` scenario, relative to this file
+//! profiles = ["smoke", "full"]
+//! outcome = "violated"                        # or "valid" (the default)
+//! must-find = ["lost"]                        # a negative control must find one of these
+//! ```
+//!
+//! Judging a finished run against its declaration ([`judge`]) is pure; running the
+//! matrix ([`run_matrix`]) deploys each scenario in turn with [`crate::run::run`].
+use crate::error::HarnessError;
+use crate::run::{self, Progress, Scenario};
+use gauntlet_checkers::{AnomalyKind, Validity, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What a scenario's run must show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expected {
+    /// Every declared guarantee holds and nothing breaks integrity.
+    #[default]
+    Valid,
+    /// A negative control: the verdict is invalid, with one of `must-find`.
+    Violated,
+}
+
+/// One entry of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Entry {
+    /// The scenario file, relative to the matrix file.
+    pub file: PathBuf,
+    /// Profiles that run it; every profile when empty.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    #[serde(default)]
+    pub outcome: Expected,
+    /// Anomalies of which a negative control must find at least one.
+    #[serde(default)]
+    pub must_find: Vec<String>,
+    /// Why this entry is in the matrix (shown in the summary).
+    #[serde(default)]
+    pub why: String,
+}
+
+/// Overrides a profile applies to every scenario it runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ProfileOverrides {
+    pub time: Option<String>,
+    pub rate: Option<f64>,
+    pub nemesis_interval: Option<String>,
+    pub nemesis_duration: Option<String>,
+}
+
+/// A matrix file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Matrix {
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileOverrides>,
+    #[serde(rename = "scenario")]
+    pub scenarios: Vec<Entry>,
+}
+
+/// A scenario of the matrix, loaded and ready to run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub entry: Entry,
+    pub scenario: Scenario,
+}
+
+impl Matrix {
+    pub fn from_toml(text: &str) -> Result<Matrix, HarnessError> {
+        let m: Matrix =
+            toml::from_str(text).map_err(|e| HarnessError::Scenario(format!("matrix: {e}")))?;
+        for e in &m.scenarios {
+            for a in &e.must_find {
+                if AnomalyKind::ALL.iter().all(|k| k.name() != a) {
+                    return Err(HarnessError::Scenario(format!(
+                        "matrix: {}: must-find `{a}` is not an anomaly",
+                        e.file.display()
+                    )));
+                }
+            }
+            if e.outcome == Expected::Violated && e.must_find.is_empty() {
+                return Err(HarnessError::Scenario(format!(
+                    "matrix: {}: a negative control (outcome = \"violated\") must say what it must find (must-find)",
+                    e.file.display()
+                )));
+            }
+        }
+        Ok(m)
+    }
+
+    /// The scenarios `profile` runs, loaded from their files (relative to `base`),
+    /// with the profile's overrides applied and their results under `results`.
+    pub fn plan(
+        &self,
+        base: &Path,
+        profile: &str,
+        results: &Path,
+    ) -> Result<Vec<Planned>, HarnessError> {
+        let overrides = self.profiles.get(profile);
+        // A profile is one the file declares or an entry names; entries that name
+        // none run in every profile.
+        let known = self.profiles.contains_key(profile)
+            || self
+                .scenarios
+                .iter()
+                .any(|e| e.profiles.is_empty() || e.profiles.iter().any(|p| p == profile));
+        if !known {
+            return Err(HarnessError::Scenario(format!(
+                "matrix: no profile `{profile}` (profiles: {})",
+                self.profile_names().join(", ")
+            )));
+        }
+        let mut out = Vec::new();
+        for e in &self.scenarios {
+            if !e.profiles.is_empty() && !e.profiles.iter().any(|p| p == profile) {
+                continue;
+            }
+            let path = base.join(&e.file);
+            let text = std::fs::read_to_string(&path).map_err(|err| {
+                HarnessError::Scenario(format!("matrix: {}: {err}", path.display()))
+            })?;
+            let mut s = Scenario::from_toml(&text).map_err(|err| {
+                HarnessError::Scenario(format!("matrix: {}: {err}", path.display()))
+            })?;
+            if let Some(o) = overrides {
+                if let Some(t) = &o.time {
+                    s.time = t.clone();
+                }
+                if let Some(r) = o.rate {
+                    s.rate = r;
+                }
+                if let Some(i) = &o.nemesis_interval {
+                    s.nemesis_interval = i.clone();
+                }
+                if let Some(d) = &o.nemesis_duration {
+                    s.nemesis_duration = d.clone();
+                }
+            }
+            s.results = results.to_path_buf();
+            s.duration()?;
+            s.guarantees()?;
+            out.push(Planned {
+                entry: e.clone(),
+                scenario: s,
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn profile_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.profiles.keys().cloned().collect();
+        for e in &self.scenarios {
+            for p in &e.profiles {
+                if !names.contains(p) {
+                    names.push(p.clone());
+                }
+            }
+        }
+        names
+    }
+}
+
+/// How one scenario's run compared with its declaration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judgement {
+    /// The run showed what was declared.
+    pub pass: bool,
+    /// One line: what was found against what was declared.
+    pub why: String,
+}
+
+fn count(v: &Verdict, name: &str) -> u64 {
+    v.anomalies
+        .iter()
+        .find(|(k, _)| k.name() == name)
+        .map_or(0, |(_, a)| a.count)
+}
+
+/// Judges a finished run's verdict against its entry.
+pub fn judge(entry: &Entry, v: &Verdict) -> Judgement {
+    let found: Vec<String> = v
+        .anomalies
+        .iter()
+        .filter(|(_, a)| a.count > 0)
+        .map(|(k, a)| format!("{} {}", k.name(), a.count))
+        .collect();
+    let found_text = if found.is_empty() {
+        "no anomaly".to_string()
+    } else {
+        found.join(", ")
+    };
+    match entry.outcome {
+        Expected::Valid => match v.valid {
+            Validity::True => Judgement {
+                pass: true,
+                why: format!("valid as declared ({found_text})"),
+            },
+            Validity::False => Judgement {
+                pass: false,
+                why: format!("declared valid, but the verdict is invalid: {found_text}"),
+            },
+            Validity::Unknown => Judgement {
+                pass: false,
+                why: format!(
+                    "declared valid, but the verdict is unknown ({found_text}); see its warnings"
+                ),
+            },
+        },
+        Expected::Violated => {
+            let hits: Vec<&String> = entry.must_find.iter().filter(|a| count(v, a) > 0).collect();
+            if v.valid == Validity::False && !hits.is_empty() {
+                Judgement {
+                    pass: true,
+                    why: format!("caught as declared: {found_text}"),
+                }
+            } else {
+                Judgement {
+                    pass: false,
+                    why: format!(
+                        "negative control found none of {} (verdict {}; {found_text}): the harness missed what this setting allows",
+                        entry.must_find.join(", "),
+                        match v.valid {
+                            Validity::True => "valid",
+                            Validity::False => "invalid",
+                            Validity::Unknown => "unknown",
+                        }
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// One scenario of a matrix run.
+#[derive(Debug)]
+pub struct Row {
+    pub name: String,
+    pub broker: String,
+    pub faults: Vec<String>,
+    pub expected: Expected,
+    pub why_listed: String,
+    /// The run folder, when the run got that far.
+    pub dir: Option<PathBuf>,
+    pub verdict: Option<Verdict>,
+    /// The run itself failed (deploy, workload, ...): the message.
+    pub error: Option<String>,
+    pub judgement: Judgement,
+    pub seconds: f64,
+}
+
+/// Runs every planned scenario in turn; a scenario whose run fails is a failed row,
+/// and the matrix goes on with the next one.
+pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let total = plan.len();
+    for (i, p) in plan.into_iter().enumerate() {
+        let s = &p.scenario;
+        progress(&format!(
+            "[{}/{total}] {} ({}; faults: {}; expects {})",
+            i + 1,
+            s.name,
+            s.broker,
+            if s.nemesis.is_empty() {
+                "none".to_string()
+            } else {
+                s.nemesis.join(",")
+            },
+            match p.entry.outcome {
+                Expected::Valid => "valid".to_string(),
+                Expected::Violated => format!("violated: {}", p.entry.must_find.join("|")),
+            }
+        ));
+        let t0 = Instant::now();
+        let name = s.name.clone();
+        // The run's own progress lines, indented under the matrix's.
+        let prefix = format!("  {name}: ");
+        let inner: Progress = Box::new(move |line: &str| eprintln!("{prefix}{line}"));
+        let result = run::run(s, exe, inner).await;
+        let seconds = t0.elapsed().as_secs_f64();
+        let row = match result {
+            Ok(outcome) => {
+                let judgement = judge(&p.entry, &outcome.verdict);
+                Row {
+                    name,
+                    broker: s.broker.clone(),
+                    faults: s.nemesis.clone(),
+                    expected: p.entry.outcome,
+                    why_listed: p.entry.why.clone(),
+                    dir: Some(outcome.dir),
+                    verdict: Some(outcome.verdict),
+                    error: None,
+                    judgement,
+                    seconds,
+                }
+            }
+            Err(e) => Row {
+                name,
+                broker: s.broker.clone(),
+                faults: s.nemesis.clone(),
+                expected: p.entry.outcome,
+                why_listed: p.entry.why.clone(),
+                dir: None,
+                verdict: None,
+                error: Some(e.to_string()),
+                judgement: Judgement {
+                    pass: false,
+                    why: format!("the run failed: {e}"),
+                },
+                seconds,
+            },
+        };
+        progress(&format!(
+            "[{}/{total}] {}: {} in {:.0} s: {}",
+            i + 1,
+            row.name,
+            if row.judgement.pass { "PASS" } else { "FAIL" },
+            row.seconds,
+            row.judgement.why
+        ));
+        rows.push(row);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_checkers::{check, CheckOptions, Guarantee};
+    use gauntlet_history::read_bytes;
+
+    fn verdict(lines: &str, expect: &[Guarantee]) -> Verdict {
+        let h = read_bytes("t.jsonl", lines.as_bytes()).expect("history");
+        check(
+            &h,
+            &CheckOptions {
+                expect: expect.to_vec(),
+                max_examples: 3,
+            },
+        )
+    }
+
+    const CLEAN: &str = r#"{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a","value":1}}
+{"index":1,"time":2,"process":0,"type":"ok","f":"send","value":{"key":"a","value":1}}
+{"index":2,"time":3,"process":1,"type":"invoke","f":"poll"}
+{"index":3,"time":4,"process":1,"type":"ok","f":"poll","value":[{"key":"a","value":1}]}
+{"index":4,"time":5,"process":"harness","type":"info","f":"phase","value":"drained"}
+"#;
+    const LOST: &str = r#"{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a","value":1}}
+{"index":1,"time":2,"process":0,"type":"ok","f":"send","value":{"key":"a","value":1}}
+{"index":2,"time":3,"process":1,"type":"invoke","f":"poll"}
+{"index":3,"time":4,"process":1,"type":"ok","f":"poll","value":[]}
+{"index":4,"time":5,"process":"harness","type":"info","f":"phase","value":"drained"}
+"#;
+
+    fn entry(outcome: Expected, must_find: &[&str]) -> Entry {
+        Entry {
+            file: "x.toml".into(),
+            profiles: vec![],
+            outcome,
+            must_find: must_find.iter().map(|s| s.to_string()).collect(),
+            why: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_safe_scenario_passes_only_when_valid() {
+        let e = entry(Expected::Valid, &[]);
+        assert!(judge(&e, &verdict(CLEAN, &[Guarantee::AtLeastOnce])).pass);
+        let j = judge(&e, &verdict(LOST, &[Guarantee::AtLeastOnce]));
+        assert!(!j.pass);
+        assert!(j.why.contains("lost 1"), "{}", j.why);
+    }
+
+    #[test]
+    fn a_negative_control_must_catch_what_it_declares() {
+        let e = entry(Expected::Violated, &["lost"]);
+        assert!(judge(&e, &verdict(LOST, &[Guarantee::AtLeastOnce])).pass);
+        // Found nothing: the harness lost its teeth.
+        let j = judge(&e, &verdict(CLEAN, &[Guarantee::AtLeastOnce]));
+        assert!(!j.pass);
+        assert!(j.why.contains("found none of lost"), "{}", j.why);
+        // Invalid, but not for the declared reason.
+        let e = entry(Expected::Violated, &["duplicate-write"]);
+        assert!(!judge(&e, &verdict(LOST, &[Guarantee::AtLeastOnce])).pass);
+    }
+
+    #[test]
+    fn matrix_files_are_checked() {
+        let m = Matrix::from_toml(
+            r#"
+[profiles.smoke]
+time = "5s"
+[[scenario]]
+file = "a.toml"
+profiles = ["smoke"]
+[[scenario]]
+file = "b.toml"
+outcome = "violated"
+must-find = ["lost", "gap"]
+"#,
+        )
+        .expect("matrix");
+        assert_eq!(m.scenarios.len(), 2);
+        assert_eq!(m.profile_names(), vec!["smoke".to_string()]);
+        for bad in [
+            "[[scenario]]\nfile = \"a.toml\"\noutcome = \"violated\"\n",
+            "[[scenario]]\nfile = \"a.toml\"\noutcome = \"violated\"\nmust-find = [\"lots\"]\n",
+            "[[scenario]]\nfile = \"a.toml\"\nexpect = \"valid\"\n",
+        ] {
+            assert!(Matrix::from_toml(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_matrix_loads_with_every_scenario() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci");
+        let text = std::fs::read_to_string(base.join("matrix.toml")).expect("ci/matrix.toml");
+        let m = Matrix::from_toml(&text).expect("ci/matrix.toml parses");
+        for profile in ["smoke", "full"] {
+            let plan = m
+                .plan(&base, profile, Path::new("results/matrix-test"))
+                .expect("plan");
+            assert!(!plan.is_empty(), "profile {profile} runs nothing");
+            // Every negative control's scenario claims what its unsafe setting breaks.
+            for p in &plan {
+                if p.entry.outcome == Expected::Violated {
+                    assert!(!p.scenario.expect.is_empty(), "{}", p.scenario.name);
+                }
+            }
+        }
+        let full = m.plan(&base, "full", Path::new("r")).expect("full");
+        let smoke = m.plan(&base, "smoke", Path::new("r")).expect("smoke");
+        assert!(full.len() >= smoke.len());
+        assert!(full.iter().any(|p| p.entry.outcome == Expected::Violated));
+        assert!(full.iter().any(|p| p.entry.outcome == Expected::Valid));
+    }
+}
