@@ -3,7 +3,7 @@
 //! offset (`docs/checkers.md`).
 use crate::delivery::Index;
 use crate::found::Found;
-use crate::table::Table2;
+use crate::table::{ShortLists, Table2};
 use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET, NO_OP};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
@@ -28,12 +28,14 @@ struct Positions {
 
 impl Positions {
     fn build(h: &History) -> Positions {
-        let mut pair_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        // [process]: key -> pair. One small map per producer: the producers at work
+        // keep theirs in cache (one map for all is probed at random in long histories).
+        let mut pair_of: Vec<FxHashMap<u32, u32>> = vec![FxHashMap::default(); h.processes.len()];
         let mut pair_of_send = Vec::with_capacity(h.sends.len());
         let mut counts: Vec<u32> = Vec::new();
         for s in &h.sends {
             let next = counts.len() as u32;
-            let pair = *pair_of.entry((s.process, s.key)).or_insert(next);
+            let pair = *pair_of[s.process as usize].entry(s.key).or_insert(next);
             if pair == next {
                 counts.push(0);
             }
@@ -54,7 +56,7 @@ impl Positions {
         }
         Positions {
             pair_of_send,
-            pairs: pair_of.len(),
+            pairs: counts.len(),
             start,
             sends,
         }
@@ -120,8 +122,8 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         max_del: NONE,
     };
     let mut by_key = Table2::new(n_proc, h.keys.len(), NO_KEY, budget);
-    let mut by_pk = Table2::new(n_proc, positions.pairs, NO_PK, budget);
-    let mut by_producer = Table2::new(n_proc, n_proc, (NONE, NONE), budget);
+    let mut by_pk = ShortLists::new(positions.pairs);
+    let mut by_producer = ShortLists::new(n_proc);
     // (group slot, pair) -> every position below this one is accounted for.
     let mut settled: FxHashMap<(u32, u32), u32> = FxHashMap::default();
 
@@ -137,7 +139,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
 
         // Key order: same producer by position, any producer by realtime.
         let pair = positions.pair_of_send[d.send as usize];
-        let pk = by_pk.get_mut(c, pair, NO_PK);
+        let pk = by_pk.get_mut(pair, c, NO_PK);
         let ks = by_key.get_mut(c, send.key, NO_KEY);
         let mut before: Option<u32> = None;
         if pk.max_pos != NONE && send.position < pk.max_pos {
@@ -237,7 +239,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         }
 
         // Producer order across keys.
-        let ps = by_producer.get_mut(c, send.process, (NONE, NONE));
+        let ps = by_producer.get_mut(send.process, c, (NONE, NONE));
         if ps.0 != NONE && send.seq < ps.0 {
             let m2 = ps.1;
             if producers_violated.insert(send.process) {

@@ -313,8 +313,9 @@ pub struct Builder {
     partition_dense: Vec<u32>,
     /// Process number -> dense id, for numbers below 2^16.
     process_dense: Vec<u32>,
-    /// (process, key) -> sends so far.
-    positions: FxHashMap<(u32, u32), u32>,
+    /// [process]: key -> sends so far. A map per process: the producers at work
+    /// keep theirs in cache, where one map for all would be probed at random.
+    positions: Vec<FxHashMap<u32, u32>>,
     seqs: Vec<u32>,
     last_index: Option<u64>,
     last_time: u64,
@@ -351,6 +352,7 @@ impl Builder {
                 self.h.process_ids.insert(p, id);
                 self.seqs.push(0);
                 self.pending.push(None);
+                self.positions.push(FxHashMap::default());
                 id
             }
         };
@@ -415,7 +417,7 @@ impl Builder {
             });
         }
         let key = self.key_id(m.key.as_deref());
-        let pos = self.positions.entry((process, key)).or_insert(0);
+        let pos = self.positions[process as usize].entry(key).or_insert(0);
         let position = *pos;
         *pos += 1;
         let seq = self.seqs[process as usize];
