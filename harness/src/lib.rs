@@ -10,6 +10,7 @@ pub mod deployment;
 pub mod docker;
 pub mod error;
 pub mod images;
+pub mod proxy;
 pub mod run;
 
 pub use broker::{BrokerKind, Capabilities, Command, Flavour, ImageRef, Recipe};
