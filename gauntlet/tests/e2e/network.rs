@@ -172,8 +172,26 @@ fn rabbitmq_degraded_links_keep_at_least_once() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(r.code, 0, "{}", r.verdict);
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
-    // Clients come back after each fault: most of the ~900 sends succeed.
-    assert!(sends(&r, "sends_ok") > 600, "{}", r.verdict["stats"]);
+    // Clients come back after the faults: sends succeed after the last one ended.
+    // (How many succeed overall depends on how fast lapin reconnects: 486 to 900
+    // of ~900 measured on a loaded 2-core machine.)
+    assert!(sends(&r, "sends_ok") > 200, "{}", r.verdict["stats"]);
+    let last_end = nemesis_events(&r, "blackhole-end")
+        .iter()
+        .filter_map(|e| e["time"].as_u64())
+        .max()
+        .expect("blackhole-end time");
+    let text = std::fs::read_to_string(r.dir.join("history.jsonl")).expect("history");
+    let ok_after = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["f"] == "send" && v["type"] == "ok")
+        .filter(|v| v["time"].as_u64().unwrap_or(0) > last_end)
+        .count();
+    assert!(
+        ok_after > 10,
+        "only {ok_after} sends ok after the last fault"
+    );
     assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
     for f in faults {
         let name = f.split(':').next().unwrap_or("");
