@@ -263,6 +263,9 @@ pub struct ClusterContext {
     /// Host-side endpoint of each published port, by node index and port name
     /// (`127.0.0.1:PORT`); for brokers that advertise addresses to clients.
     pub host_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
+    /// Where clients reach each node's ports when that is not the published port
+    /// (a proxy in front of the node); a recipe advertises these to clients.
+    pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
     pub flavour: Flavour,
     /// A secret shared by the nodes of this run (e.g. the Erlang cookie).
     pub secret: String,
@@ -275,6 +278,16 @@ impl ClusterContext {
 
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// The address clients use for port `port` of node `index`: the proxy's when the
+    /// run puts one in front of the node, else the published host port.
+    pub fn client_endpoint(&self, index: usize, port: &str) -> Option<(String, u16)> {
+        self.client_endpoints
+            .get(index)
+            .and_then(|m| m.get(port))
+            .or_else(|| self.host_endpoints.get(index).and_then(|m| m.get(port)))
+            .cloned()
     }
 }
 

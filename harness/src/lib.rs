@@ -11,6 +11,7 @@ pub mod docker;
 pub mod error;
 pub mod images;
 pub mod matrix;
+pub mod proxy;
 pub mod run;
 
 pub use broker::{BrokerKind, Capabilities, Command, Flavour, ImageRef, Recipe};

@@ -9,11 +9,14 @@ use crate::broker::{BrokerKind, ImageRef};
 use crate::deployment::{Deployment, NodeControl};
 use crate::docker::{self, ClusterSpec, DockerDeployment};
 use crate::error::HarnessError;
+use crate::proxy::{LinkState, Proxy, Toxic};
 use crate::RunId;
 use gauntlet_checkers::{CheckOptions, Guarantee, Verdict};
 use gauntlet_history::{Actor, Event, OpType};
-use gauntlet_nemesis::faults::{heal_network, history_names};
-use gauntlet_nemesis::{Cluster, Fault, FaultKind, KillConsumerAt, NemesisError, Schedule};
+use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
+use gauntlet_nemesis::{
+    Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, Schedule,
+};
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
 use gauntlet_workloads::{Delivery, Recorder};
 use serde::{Deserialize, Serialize};
@@ -163,6 +166,67 @@ pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
 
 type Pool = Arc<tokio::sync::Mutex<Vec<(String, Worker)>>>;
 
+/// The faults a scenario may inject: its `nemesis` list, or those of its replayed schedule.
+fn fault_kinds(scenario: &Scenario) -> Result<Vec<FaultKind>, HarnessError> {
+    if let Some(path) = &scenario.replay {
+        let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
+        let s = Schedule::from_toml(&text)
+            .map_err(|e| HarnessError::Scenario(format!("{}: {e}", path.display())))?;
+        return Ok(s.faults.iter().filter_map(|f| f.kind().ok()).collect());
+    }
+    scenario
+        .nemesis
+        .iter()
+        .map(|n| FaultKind::from_str(n).map_err(|e| HarnessError::Scenario(e.to_string())))
+        .collect()
+}
+
+/// Whether the run puts the harness's TCP proxy between the clients and the nodes:
+/// only when a fault needs it (the clean path stays direct).
+fn needs_proxy(kinds: &[FaultKind]) -> bool {
+    kinds.iter().any(|k| matches!(k, FaultKind::Link(_)))
+}
+
+/// What the proxy does for a link fault.
+fn link_state(fault: LinkFault) -> LinkState {
+    let both = |t: Toxic| LinkState {
+        up: t,
+        down: t,
+        ..Default::default()
+    };
+    match fault {
+        LinkFault::AckLoss => LinkState {
+            down: Toxic::Drop,
+            ..Default::default()
+        },
+        LinkFault::OneWay => LinkState {
+            up: Toxic::Drop,
+            ..Default::default()
+        },
+        LinkFault::ClientPartition => LinkState {
+            refuse: true,
+            ..Default::default()
+        },
+        LinkFault::Latency { ms } => both(Toxic::Delay {
+            latency: Duration::from_millis(u64::from(ms)),
+            jitter: Duration::ZERO,
+        }),
+        LinkFault::Jitter { ms } => both(Toxic::Delay {
+            latency: Duration::ZERO,
+            jitter: Duration::from_millis(u64::from(ms)),
+        }),
+        LinkFault::Loss { percent } => LinkState {
+            loss: f64::from(percent) / 100.0,
+            ..Default::default()
+        },
+        LinkFault::Bandwidth { kib_per_sec } => both(Toxic::Bandwidth {
+            bytes_per_sec: u64::from(kib_per_sec) * 1024,
+        }),
+        LinkFault::Reset => LinkState::default(),
+        LinkFault::Blackhole => both(Toxic::Drop),
+    }
+}
+
 /// The run's schedule: replayed from a file, or generated from the seed.
 fn schedule_for(
     scenario: &Scenario,
@@ -191,6 +255,9 @@ fn schedule_for(
                 return Err(refuse(
                     "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
                 ))
+            }
+            FaultKind::Netem { .. } if !caps.net_admin_exec => {
+                return Err(refuse("the nodes cannot run tc (no NET_ADMIN exec)".into()))
             }
             FaultKind::KillBroker | FaultKind::RestartBroker { .. } | FaultKind::Pause
                 if !caps.process_faults =>
@@ -289,6 +356,16 @@ async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Pr
     if let Err(e) = heal_network(cluster).await {
         notes.push(e.to_string());
     }
+    if let Err(e) = cluster.heal_links().await {
+        notes.push(e.to_string());
+    }
+    if cluster.netem {
+        for n in cluster.deployment.nodes() {
+            if let Err(e) = cluster.exec(&n, NETEM_HEAL).await {
+                notes.push(e.to_string());
+            }
+        }
+    }
     if let Err(e) = cluster
         .deployment
         .wait_cluster_ready(Duration::from_secs(120))
@@ -310,6 +387,10 @@ async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Pr
 struct RunCluster<'a> {
     deployment: &'a DockerDeployment,
     pool: Pool,
+    /// The clients' proxy, when the run has one.
+    proxy: Option<&'a Proxy>,
+    /// The run may leave a netem qdisc behind (the final heal removes it).
+    netem: bool,
 }
 
 fn nem_err(fault: &str, target: &str, e: impl std::fmt::Display) -> NemesisError {
@@ -411,6 +492,38 @@ impl Cluster for RunCluster<'_> {
             .start_kill()
             .map_err(|e| nem_err("kill-consumer", &w.process.to_string(), e))?;
         Ok(json!({"process": w.process, "pid": pid, "at": format!("{at:?}"), "stalled": stalled}))
+    }
+    async fn link(&self, node: &str, fault: LinkFault) -> Result<serde_json::Value, NemesisError> {
+        let link =
+            self.proxy
+                .and_then(|p| p.link(node))
+                .ok_or_else(|| NemesisError::Unsupported {
+                    fault: fault.to_string(),
+                    why: format!("no client proxy in front of {node}"),
+                })?;
+        let state = link_state(fault);
+        link.set(state);
+        if matches!(fault, LinkFault::Reset | LinkFault::ClientPartition) {
+            link.reset_all();
+        }
+        Ok(json!({
+            "node": node,
+            "fault": fault.to_string(),
+            "proxy": link.addr().to_string(),
+            "stats": link.stats(),
+        }))
+    }
+    async fn heal_links(&self) -> Result<serde_json::Value, NemesisError> {
+        let Some(proxy) = self.proxy else {
+            return Ok(serde_json::Value::Null);
+        };
+        proxy.heal();
+        let stats: serde_json::Map<String, serde_json::Value> = proxy
+            .links
+            .iter()
+            .map(|l| (l.node().to_string(), json!(l.stats())))
+            .collect();
+        Ok(json!({"healed": "links", "stats": stats}))
     }
     async fn wait_send_in_flight(&self, limit: Duration) -> bool {
         let until = Instant::now() + limit;
@@ -608,16 +721,52 @@ pub async fn run(
         spec = spec.image(ImageRef::named(img.clone()));
     }
     let started = Instant::now();
-    progress(&format!(
-        "deploying {} ({} node(s))...",
-        kind,
-        spec.nodes.unwrap_or_else(|| kind.recipe().default_nodes())
-    ));
+    let n_nodes = spec.nodes.unwrap_or_else(|| kind.recipe().default_nodes());
+    let kinds = fault_kinds(scenario)?;
+    // The proxy listens before the nodes exist, so a recipe can advertise its address.
+    let client_port = kind
+        .recipe()
+        .ports()
+        .first()
+        .map(|p| p.name)
+        .unwrap_or("client");
+    let proxy = if needs_proxy(&kinds) {
+        let names: Vec<String> = (1..=n_nodes).map(|i| format!("n{i}")).collect();
+        let proxy = Proxy::bind(&names, scenario.seed).await?;
+        let addrs: Vec<std::net::SocketAddr> = proxy.links.iter().map(|l| l.addr()).collect();
+        spec = spec.client_endpoints(client_port, &addrs);
+        Some(proxy)
+    } else {
+        None
+    };
+    progress(&format!("deploying {} ({} node(s))...", kind, n_nodes));
     let deployment = DockerDeployment::launch(&dockerc, spec).await?;
+    if let Some(p) = &proxy {
+        for link in &p.links {
+            let up = deployment
+                .endpoint(link.node(), client_port)
+                .and_then(|e| e.addr().parse::<std::net::SocketAddr>().ok());
+            match up {
+                Some(a) => link.set_upstream(a),
+                None => {
+                    let _ = deployment.teardown().await;
+                    return Err(HarnessError::Scenario(format!(
+                        "the proxy has no node {} with port {client_port} to forward to",
+                        link.node()
+                    )));
+                }
+            }
+        }
+        progress(&format!(
+            "clients go through the harness's proxy: {}",
+            p.addrs().join(",")
+        ));
+    }
     let result = drive(
         scenario,
         exe,
         &deployment,
+        proxy.as_ref(),
         &dir,
         time,
         &settings,
@@ -655,11 +804,36 @@ pub async fn run(
     })
 }
 
+/// Refuses a netem fault up front where the nodes' kernel has no `sch_netem`.
+async fn probe_netem(deployment: &DockerDeployment) -> Result<(), HarnessError> {
+    let Some(node) = deployment.nodes().into_iter().next() else {
+        return Ok(());
+    };
+    let probe = "tc qdisc add dev eth0 root netem delay 1ms && tc qdisc del dev eth0 root";
+    let out = deployment
+        .exec(
+            &node,
+            &crate::broker::Command::shell(probe),
+            Duration::from_secs(20),
+        )
+        .await?;
+    if out.success() {
+        return Ok(());
+    }
+    Err(HarnessError::Scenario(format!(
+        "netem is not supported on {}: `{probe}` in {node} failed: {} \
+         (use the proxy's latency/jitter/loss faults instead)",
+        deployment.broker(),
+        out.combined().trim()
+    )))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn drive(
     scenario: &Scenario,
     exe: &Path,
     deployment: &DockerDeployment,
+    proxy: Option<&Proxy>,
     dir: &Path,
     time: Duration,
     settings: &gauntlet_workloads::Resolved,
@@ -673,7 +847,10 @@ async fn drive(
         .first()
         .map(|p| p.name)
         .unwrap_or("client");
-    let addrs = deployment.addrs(port);
+    let addrs = match proxy {
+        Some(p) => p.addrs(),
+        None => deployment.addrs(port),
+    };
     let recorder =
         Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
     let driver = gauntlet_workloads::driver_for(kind.name(), &addrs, settings.clone(), false)
@@ -709,6 +886,13 @@ async fn drive(
     }
     let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
     let schedule = schedule_for(scenario, deployment, time)?;
+    let netem = schedule
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind(), Ok(FaultKind::Netem { .. })));
+    if netem {
+        probe_netem(deployment).await?;
+    }
     std::fs::write(dir.join("schedule.toml"), schedule.to_toml()).map_err(io("writing", dir))?;
     let next_value = Arc::new(AtomicI64::new(0));
     let producers = tokio::spawn(gauntlet_workloads::queue::run_producers(
@@ -723,6 +907,8 @@ async fn drive(
     let cluster = RunCluster {
         deployment,
         pool: pool.clone(),
+        proxy,
+        netem,
     };
     let t0 = Instant::now();
     let deadline = t0 + time;

@@ -31,6 +31,100 @@ pub enum FaultKind {
     Pause,
     /// Isolate one node from the others (iptables inside the nodes), heal when it ends.
     Partition,
+    // --- Network faults between the clients and one node (the harness's TCP proxy).
+    /// A fault on the client link of the target node (see [`LinkFault`]).
+    Link(LinkFault),
+    /// `tc qdisc add dev eth0 root netem delay MS` inside the target node, only where
+    /// the kernel has `sch_netem` (refused as unsupported otherwise).
+    Netem {
+        delay_ms: u32,
+    },
+}
+
+/// A fault on the path between the clients and one node, done by the harness's TCP
+/// proxy (no change inside the node). Directions: requests are client -> broker,
+/// replies broker -> client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkFault {
+    /// Replies dropped, requests pass (seed D2): the broker stores, the client never
+    /// hears so, times out and retries.
+    AckLoss,
+    /// Requests dropped, replies pass (seed D1): what the client sends never arrives.
+    OneWay,
+    /// The clients are cut off the node: open connections reset, new ones refused.
+    ClientPartition,
+    /// Every chunk held MS more, both directions.
+    Latency { ms: u32 },
+    /// Every chunk held a uniform 0..=MS more (seeded), both directions, order kept.
+    Jitter { ms: u32 },
+    /// Each chunk lost with PCT % probability, and its connection reset.
+    Loss { percent: u32 },
+    /// At most KIB KiB/s each way.
+    Bandwidth { kib_per_sec: u32 },
+    /// Every open connection closed with RST (new ones work).
+    Reset,
+    /// Connections accepted, nothing forwarded either way.
+    Blackhole,
+}
+
+impl LinkFault {
+    fn parse(s: &str) -> Option<LinkFault> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        let num = |default: u32| -> Option<u32> {
+            match arg {
+                None => Some(default),
+                Some(a) => a.trim_end_matches("ms").parse().ok(),
+            }
+        };
+        let plain = |f: LinkFault| arg.is_none().then_some(f);
+        match name {
+            "ack-loss" => plain(LinkFault::AckLoss),
+            "partition-one-way" => plain(LinkFault::OneWay),
+            "client-partition" => plain(LinkFault::ClientPartition),
+            "latency" => num(200).map(|ms| LinkFault::Latency { ms }),
+            "jitter" => num(100).map(|ms| LinkFault::Jitter { ms }),
+            "loss" => num(5)
+                .filter(|p| *p <= 100)
+                .map(|percent| LinkFault::Loss { percent }),
+            "bandwidth" => num(16)
+                .filter(|k| *k > 0)
+                .map(|kib_per_sec| LinkFault::Bandwidth { kib_per_sec }),
+            "reset" => plain(LinkFault::Reset),
+            "blackhole" => plain(LinkFault::Blackhole),
+            _ => None,
+        }
+    }
+
+    /// The name recorded in the history when the fault starts (its end is `<name>-end`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkFault::AckLoss => "ack-loss",
+            LinkFault::OneWay => "partition-one-way",
+            LinkFault::ClientPartition => "client-partition",
+            LinkFault::Latency { .. } => "latency",
+            LinkFault::Jitter { .. } => "jitter",
+            LinkFault::Loss { .. } => "loss",
+            LinkFault::Bandwidth { .. } => "bandwidth",
+            LinkFault::Reset => "reset",
+            LinkFault::Blackhole => "blackhole",
+        }
+    }
+}
+
+impl fmt::Display for LinkFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkFault::Latency { ms } | LinkFault::Jitter { ms } => {
+                write!(f, "{}:{ms}", self.name())
+            }
+            LinkFault::Loss { percent } => write!(f, "loss:{percent}"),
+            LinkFault::Bandwidth { kib_per_sec } => write!(f, "bandwidth:{kib_per_sec}"),
+            _ => f.write_str(self.name()),
+        }
+    }
 }
 
 impl FromStr for FaultKind {
@@ -47,6 +141,20 @@ impl FromStr for FaultKind {
             "restart-broker:mid-batch" => FaultKind::RestartBroker { mid_batch: true },
             "pause" => FaultKind::Pause,
             "partition" | "partition:isolate" => FaultKind::Partition,
+            other if other == "netem" || other.starts_with("netem:") => {
+                let ms = match other.strip_prefix("netem:") {
+                    None => 100,
+                    Some(a) => a
+                        .trim_end_matches("ms")
+                        .parse()
+                        .map_err(|_| NemesisError::UnknownFault(other.to_string()))?,
+                };
+                FaultKind::Netem { delay_ms: ms }
+            }
+            other if LinkFault::parse(other).is_some() => FaultKind::Link(
+                LinkFault::parse(other)
+                    .ok_or_else(|| NemesisError::UnknownFault(other.to_string()))?,
+            ),
             other => return Err(NemesisError::UnknownFault(other.to_string())),
         })
     }
@@ -54,6 +162,11 @@ impl FromStr for FaultKind {
 
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultKind::Link(l) => return l.fmt(f),
+            FaultKind::Netem { delay_ms } => return write!(f, "netem:{delay_ms}"),
+            _ => {}
+        }
         f.write_str(match self {
             FaultKind::KillConsumer(KillConsumerAt::Any) => "kill-consumer",
             FaultKind::KillConsumer(KillConsumerAt::BeforeAck) => "kill-consumer:before-ack",
@@ -63,6 +176,7 @@ impl fmt::Display for FaultKind {
             FaultKind::RestartBroker { mid_batch: true } => "restart-broker:mid-batch",
             FaultKind::Pause => "pause",
             FaultKind::Partition => "partition",
+            FaultKind::Link(_) | FaultKind::Netem { .. } => "",
         })
     }
 }
@@ -83,6 +197,22 @@ pub fn history_names(kind: FaultKind) -> (&'static str, &'static str) {
         FaultKind::RestartBroker { .. } => ("restart", "restarted"),
         FaultKind::Pause => ("pause", "resume"),
         FaultKind::Partition => ("partition", "heal"),
+        FaultKind::Link(l) => link_history_names(l),
+        FaultKind::Netem { .. } => ("netem", "netem-end"),
+    }
+}
+
+fn link_history_names(l: LinkFault) -> (&'static str, &'static str) {
+    match l {
+        LinkFault::AckLoss => ("ack-loss", "ack-loss-end"),
+        LinkFault::OneWay => ("partition-one-way", "partition-one-way-end"),
+        LinkFault::ClientPartition => ("client-partition", "client-partition-end"),
+        LinkFault::Latency { .. } => ("latency", "latency-end"),
+        LinkFault::Jitter { .. } => ("jitter", "jitter-end"),
+        LinkFault::Loss { .. } => ("loss", "loss-end"),
+        LinkFault::Bandwidth { .. } => ("bandwidth", "bandwidth-end"),
+        LinkFault::Reset => ("reset", "reset-end"),
+        LinkFault::Blackhole => ("blackhole", "blackhole-end"),
     }
 }
 
@@ -161,6 +291,21 @@ impl Fault {
                 }
                 json!({"isolated": target, "from": others})
             }
+            FaultKind::Link(l) => cluster.link(target, l).await?,
+            FaultKind::Netem { delay_ms } => {
+                let cmd = format!("tc qdisc add dev eth0 root netem delay {delay_ms}ms");
+                match cluster.exec(target, &cmd).await {
+                    Ok(_) => json!({"node": target, "netem": format!("delay {delay_ms}ms")}),
+                    Err(e) => {
+                        return Err(NemesisError::Unsupported {
+                            fault: kind.to_string(),
+                            why: format!(
+                                "`{cmd}` failed in {target} (no sch_netem in this kernel?): {e}"
+                            ),
+                        })
+                    }
+                }
+            }
         };
         Ok((fault, value))
     }
@@ -182,9 +327,20 @@ impl Fault {
                 heal_network(cluster).await?;
                 Ok(json!({"healed": cluster.nodes()}))
             }
+            FaultKind::Link(_) => {
+                let healed = cluster.heal_links().await?;
+                Ok(json!({"node": target, "healed": healed}))
+            }
+            FaultKind::Netem { .. } => {
+                cluster.exec(&target, NETEM_HEAL).await?;
+                Ok(json!({"node": target}))
+            }
         }
     }
 }
+
+/// Removes a netem qdisc (and succeeds when there is none, or no `tc`).
+pub const NETEM_HEAL: &str = "tc qdisc del dev eth0 root 2>/dev/null || true";
 
 /// Removes every DROP rule the partitions added, on every node.
 pub async fn heal_network(cluster: &dyn Cluster) -> Result<(), NemesisError> {
@@ -221,5 +377,47 @@ mod tests {
             );
         }
         assert!(FaultKind::from_str("meteor").is_err());
+    }
+
+    #[test]
+    fn network_fault_names_round_trip_with_defaults() {
+        for s in [
+            "ack-loss",
+            "partition-one-way",
+            "client-partition",
+            "latency:250",
+            "jitter:40",
+            "loss:10",
+            "bandwidth:8",
+            "reset",
+            "blackhole",
+            "netem:100",
+        ] {
+            let k = FaultKind::from_str(s).expect(s);
+            assert_eq!(k.to_string(), s);
+            let (start, end) = history_names(k);
+            assert_eq!(end, format!("{start}-end"));
+        }
+        assert_eq!(
+            FaultKind::from_str("latency").ok(),
+            Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
+        );
+        assert_eq!(
+            FaultKind::from_str("latency:200ms").ok(),
+            Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
+        );
+        assert_eq!(
+            FaultKind::from_str("loss").ok(),
+            Some(FaultKind::Link(LinkFault::Loss { percent: 5 }))
+        );
+        for bad in [
+            "latency:soon",
+            "loss:150",
+            "bandwidth:0",
+            "ack-loss:x",
+            "netem:x",
+        ] {
+            assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -8,7 +8,7 @@
 pub mod faults;
 pub mod schedule;
 
-pub use faults::{Fault, FaultKind, KillConsumerAt};
+pub use faults::{Fault, FaultKind, KillConsumerAt, LinkFault};
 pub use schedule::{Schedule, ScheduledFault};
 
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
-    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker, restart-broker[:mid-batch], pause, partition)")]
+    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker, restart-broker[:mid-batch], pause, partition, ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
     UnknownFault(String),
     #[error("{fault} is not supported here: {why}")]
     Unsupported { fault: String, why: String },
@@ -53,4 +53,16 @@ pub trait Cluster: Send + Sync {
     async fn kill_consumer(&self, pick: u64, at: KillConsumerAt) -> Result<Value, NemesisError>;
     /// Wait until a producer has a send in flight (for mid-batch faults), at most `limit`.
     async fn wait_send_in_flight(&self, limit: Duration) -> bool;
+    /// Degrade the clients' link to `node` (a proxy between the clients and the node);
+    /// returns what was done. Unsupported unless the run routes clients through one.
+    async fn link(&self, node: &str, fault: LinkFault) -> Result<Value, NemesisError> {
+        Err(NemesisError::Unsupported {
+            fault: fault.to_string(),
+            why: format!("no client proxy in front of {node}"),
+        })
+    }
+    /// Every client link back to pass; returns what was healed.
+    async fn heal_links(&self) -> Result<Value, NemesisError> {
+        Ok(Value::Null)
+    }
 }

@@ -8,7 +8,8 @@
 //!   same target, when the value names one).
 //! * Ending names: `resume` ends `pause`; `heal` (also `heal-all`, `repair`)
 //!   ends every open `partition`-like fault (any `f` containing `partition`,
-//!   `cut`, `drop`, `delay`, `slow`); `start`/`restart` end a `kill` or `stop`
+//!   `cut`, `drop`, `delay`, `slow`, `isolate`, `netem`, and the proxy's
+//!   `ack-loss`, `blackhole`, `latency`, `jitter`, `loss`, `bandwidth`); `start`/`restart` end a `kill` or `stop`
 //!   of the same target; `stop-X` ends `start-X`; `X-end` / `end-X` end `X`.
 //!   `clock-reset` ends every open clock fault (`clock-*`, `*skew*`);
 //!   `restart-X` ends `kill-X` (`kill-consumer` .. `restart-consumer`);
@@ -89,6 +90,13 @@ fn partition_like(f: &str) -> bool {
         "slow",
         "isolate",
         "netem",
+        // The network faults of the harness's proxy (gauntlet-nemesis `LinkFault`).
+        "ack-loss",
+        "blackhole",
+        "latency",
+        "jitter",
+        "loss",
+        "bandwidth",
     ]
     .iter()
     .any(|w| f.contains(w))
@@ -253,5 +261,56 @@ mod tests {
         // A start with nothing to end is one too.
         assert_eq!(got.instants, vec![6, 8, 10]);
         assert_eq!(got.intervals[0].target, "n1");
+    }
+
+    #[test]
+    fn pairs_the_proxy_network_faults() {
+        // As run.rs records them: invoke then info for start and for end.
+        let events = vec![
+            ev(
+                1,
+                OpType::Invoke,
+                "ack-loss",
+                r#"{"fault":"ack-loss","target":"n1"}"#,
+            ),
+            ev(
+                2,
+                OpType::Info,
+                "ack-loss",
+                r#"{"node":"n1","fault":"ack-loss"}"#,
+            ),
+            ev(3, OpType::Invoke, "ack-loss-end", r#"{"target":"n1"}"#),
+            ev(
+                4,
+                OpType::Info,
+                "ack-loss-end",
+                r#"{"node":"n1","healed":{}}"#,
+            ),
+            ev(
+                5,
+                OpType::Invoke,
+                "latency",
+                r#"{"fault":"latency:200","target":"n2"}"#,
+            ),
+            ev(6, OpType::Info, "latency", r#"{"node":"n2"}"#),
+            ev(7, OpType::Info, "heal-all", r#"{"problems":[]}"#),
+            ev(8, OpType::Info, "reset", r#"{"node":"n1"}"#),
+            ev(9, OpType::Info, "reset-end", r#"{"node":"n1"}"#),
+        ];
+        let got = faults(&events);
+        let spans: Vec<(&str, u64, Option<u64>)> = got
+            .intervals
+            .iter()
+            .map(|i| (i.f.as_str(), i.start_index, i.end_index))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("ack-loss", 1, Some(3)),
+                ("latency", 5, Some(7)),
+                ("reset", 8, Some(9)),
+            ]
+        );
+        assert!(got.instants.is_empty(), "{:?}", got.instants);
     }
 }

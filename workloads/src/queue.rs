@@ -124,8 +124,11 @@ pub async fn run_producers(
                             .error(e.clone()),
                     };
                     let _ = recorder.record(&ev);
-                    if let Outcome::Info(_) = outcome {
+                    if let Outcome::Info(_) | Outcome::Fail(_) = outcome {
                         // Unknown state: this client comes back under a new process number.
+                        // A definite failure too: it may be a dead connection or channel
+                        // (lapin's "invalid channel state" after a reset), which the
+                        // same client would keep failing on.
                         continue 'outer;
                     }
                 }

@@ -37,7 +37,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub results: Option<PathBuf>,
     /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker,
-    /// restart-broker[:mid-batch], pause, partition.
+    /// restart-broker[:mid-batch], pause, partition; through the client proxy:
+    /// ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS],
+    /// loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
     #[arg(long, value_delimiter = ',')]
     pub nemesis: Vec<String>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).

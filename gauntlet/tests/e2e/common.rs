@@ -84,11 +84,25 @@ pub fn no_leftovers(dir: &Path) {
         ])
         .output()
         .expect("docker ps");
-    let stamp = dir
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("?")
-        .to_string();
+    // `<scenario>-<stamp>`, as the run id starts: the stamp alone can match another
+    // run started in the same second (other test processes on the same machine).
+    let name = |p: Option<&Path>| {
+        p.and_then(|p| p.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_string()
+    };
+    let scenario: String = name(dir.parent())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let stamp = format!("{scenario}-{}", name(Some(dir)));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         !text.lines().any(|l| l.contains(&stamp)),

@@ -11,3 +11,4 @@
 mod basics;
 mod common;
 mod matrix;
+mod network;

@@ -45,9 +45,10 @@ impl Recipe for Tansu {
         }
     }
     fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan {
-        let (host, port) = ctx.host_endpoints[index]
-            .get("kafka")
-            .cloned()
+        // Advertised to clients: the proxy's address when the run has one, so that
+        // clients following the metadata keep going through it.
+        let (host, port) = ctx
+            .client_endpoint(index, "kafka")
             .unwrap_or_else(|| ("127.0.0.1".into(), 9092));
         match ctx.flavour {
             Flavour::Gauntlet => NodePlan {

@@ -37,6 +37,9 @@ pub struct ClusterSpec {
     pub ready_timeout: Option<Duration>,
     /// Build Gauntlet's image when it is missing (as `gauntlet images build` would).
     pub build_missing_image: bool,
+    /// Client-facing addresses by node index and port name, when clients reach the
+    /// nodes through a proxy (recipes advertise them, see `ClusterContext::client_endpoint`).
+    pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
 }
 
 impl ClusterSpec {
@@ -50,6 +53,7 @@ impl ClusterSpec {
             logs_dir: None,
             ready_timeout: None,
             build_missing_image: false,
+            client_endpoints: Vec::new(),
         }
     }
 
@@ -75,6 +79,15 @@ impl ClusterSpec {
 
     pub fn build_missing_image(mut self, yes: bool) -> Self {
         self.build_missing_image = yes;
+        self
+    }
+
+    /// Clients reach port `port` of node `i` at `addrs[i]` (a proxy), not the published port.
+    pub fn client_endpoints(mut self, port: &'static str, addrs: &[std::net::SocketAddr]) -> Self {
+        self.client_endpoints = addrs
+            .iter()
+            .map(|a| BTreeMap::from([(port, (a.ip().to_string(), a.port()))]))
+            .collect();
         self
     }
 }
@@ -148,6 +161,7 @@ impl DockerDeployment {
         let ctx = ClusterContext {
             nodes: names.clone(),
             host_endpoints,
+            client_endpoints: spec.client_endpoints.clone(),
             flavour,
             secret: format!(
                 "gauntletcookie{}",

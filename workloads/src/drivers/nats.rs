@@ -64,6 +64,9 @@ impl Nats {
         async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(5))
             .request_timeout(Some(REPLY_TIMEOUT))
+            // Only the addresses given: a cluster's INFO lists its nodes' own client
+            // URLs, which would let the client bypass the harness's proxy.
+            .ignore_discovered_servers()
             .connect(addrs)
             .await
             .map_err(|e| err(e.to_string()))
