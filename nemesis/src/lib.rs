@@ -8,7 +8,7 @@
 pub mod faults;
 pub mod schedule;
 
-pub use faults::{Fault, FaultKind, KillConsumerAt};
+pub use faults::{Fault, FaultKind, Grudge, KillConsumerAt, NodeFault, Role, Shape};
 pub use schedule::{Schedule, ScheduledFault};
 
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
-    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker, restart-broker[:mid-batch], pause, partition)")]
+    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker[:leader], restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader])")]
     UnknownFault(String),
     #[error("{fault} is not supported here: {why}")]
     Unsupported { fault: String, why: String },
@@ -53,4 +53,12 @@ pub trait Cluster: Send + Sync {
     async fn kill_consumer(&self, pick: u64, at: KillConsumerAt) -> Result<Value, NemesisError>;
     /// Wait until a producer has a send in flight (for mid-batch faults), at most `limit`.
     async fn wait_send_in_flight(&self, limit: Duration) -> bool;
+    /// The node the broker names for `role` right now (`None`: none, e.g. while it
+    /// elects one, after waiting a little); `Unsupported` where the broker cannot tell.
+    async fn leader(&self, role: Role) -> Result<Option<String>, NemesisError> {
+        Err(NemesisError::Unsupported {
+            fault: format!("targeting the {role}"),
+            why: "this cluster cannot name the node in that role".into(),
+        })
+    }
 }

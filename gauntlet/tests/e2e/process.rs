@@ -1,0 +1,195 @@
+//! Broker process faults and partition shapes: seed scenarios D3 (broker killed right
+//! after acks), D6 (broker restarted or stalled with a send in flight), D8 (visibility
+//! timeout shorter than processing), O5 (consumer-group rebalance), and the partition
+//! shapes on a three-node cluster, with faults aimed at the leader.
+//!
+//! Each test prints what its runs showed and how long they took (`--no-capture`);
+//! docs/nemesis.md keeps the figures and the findings.
+use crate::common::*;
+use std::time::Instant;
+
+/// Seed D3 on RabbitMQ (one node): a durable classic queue of transient messages
+/// loses what it holds when the broker is SIGKILLed; a quorum queue keeps every
+/// confirmed message. Consumers are slowed (50 ms a message) so a backlog is queued.
+#[test]
+fn d3_rabbitmq_kill_broker_transient_loses_quorum_keeps() {
+    let t = Instant::now();
+    let scenario = |name: &str, delivery: &str| {
+        format!(
+            "name = \"{name}\"\nbroker = \"rabbitmq\"\nnodes = 1\ntime = \"12s\"\nrate = 50.0\nseed = 3\n\
+             nemesis = [\"kill-broker\"]\nnemesis-interval = \"5s\"\nnemesis-duration = \"1s\"\n\
+             [delivery]\n{delivery}\n[queue]\nprocessing-ms = 50\n"
+        )
+    };
+    let unsafe_run = run_scenario(
+        "d3-transient",
+        &scenario(
+            "d3-transient",
+            "queue-type = \"classic\"\ndurable = true\npersistent = false",
+        ),
+        &[],
+    );
+    report(
+        "D3 rabbitmq classic, transient messages, kill-broker",
+        &unsafe_run,
+        t,
+    );
+    assert_eq!(unsafe_run.code, 1, "{}", unsafe_run.verdict);
+    assert!(
+        count(&unsafe_run, "lost") > 0,
+        "{}",
+        unsafe_run.verdict["anomalies"]
+    );
+    assert_eq!(
+        unsafe_run.verdict["guarantees"]["at-least-once"],
+        "violated"
+    );
+    no_leftovers(&unsafe_run.dir);
+
+    let t = Instant::now();
+    let safe = run_scenario(
+        "d3-quorum",
+        &scenario("d3-quorum", "queue-type = \"quorum\""),
+        &[],
+    );
+    report("D3 rabbitmq quorum queue, kill-broker", &safe, t);
+    assert_eq!(safe.code, 0, "{}", safe.verdict);
+    assert_eq!(count(&safe, "lost"), 0, "{}", safe.verdict["anomalies"]);
+    assert_eq!(safe.verdict["stats"]["drained"], true);
+    let kills = nemesis_events(&safe.dir)
+        .iter()
+        .filter(|e| e["f"] == "kill" && e["type"] == "info")
+        .count();
+    assert!(kills >= 1, "no kill recorded");
+    no_leftovers(&safe.dir);
+}
+
+/// Seed D8 on SQS (moto): processing a batch (6 x 300 ms) outlasts a 1 s visibility
+/// timeout, so the queue hands the batch's last messages to another consumer while
+/// the first still works on them: `redelivered`. A 30 s timeout: none.
+#[test]
+fn d8_sqs_visibility_timeout_shorter_than_processing_redelivers() {
+    let scenario = |name: &str, timeout: u64| {
+        format!(
+            "name = \"{name}\"\nbroker = \"sqs\"\ntime = \"10s\"\nrate = 20.0\nseed = 8\n\
+             [delivery]\nvisibility-timeout = {timeout}\n[queue]\nbatch = 6\nprocessing-ms = 300\n"
+        )
+    };
+    let t = Instant::now();
+    let short = run_scenario("d8-short", &scenario("d8-short", 1), &[]);
+    report("D8 sqs visibility 1 s, batch 6 x 300 ms", &short, t);
+    assert_eq!(short.code, 0, "{}", short.verdict);
+    assert!(
+        count(&short, "redelivered") > 0,
+        "{}",
+        short.verdict["anomalies"]
+    );
+    assert_eq!(count(&short, "lost"), 0);
+    assert_eq!(short.verdict["guarantees"]["at-most-once"], "violated");
+    no_leftovers(&short.dir);
+
+    let t = Instant::now();
+    let long = run_scenario("d8-long", &scenario("d8-long", 30), &[]);
+    report("D8 sqs visibility 30 s, batch 6 x 300 ms", &long, t);
+    assert_eq!(long.code, 0, "{}", long.verdict);
+    assert_eq!(
+        count(&long, "redelivered"),
+        0,
+        "{}",
+        long.verdict["anomalies"]
+    );
+    assert_eq!(count(&long, "lost"), 0);
+    no_leftovers(&long.dir);
+}
+
+/// The partition shapes and a leader kill on NATS JetStream, three nodes, R3 stream,
+/// at-least-once: halves, majorities ring and bridge in turn (a replayed schedule),
+/// then `kill-broker:leader`. Every grudge is in the history; nothing confirmed is lost.
+#[test]
+fn partition_shapes_and_leader_kill_on_nats_r3_lose_nothing() {
+    let t = Instant::now();
+    let schedule = schedule_file(
+        "shapes",
+        &[
+            (2_000, 3_000, "partition:halves", "n1", 11),
+            (7_000, 3_000, "partition:ring", "n1", 12),
+            (12_000, 3_000, "partition:bridge", "n1", 13),
+            (17_000, 2_000, "kill-broker:leader", "n1", 14),
+        ],
+    );
+    let r = run(
+        "nats-shapes",
+        &[
+            "--broker",
+            "nats",
+            "--time",
+            "21s",
+            "--rate",
+            "50",
+            "--replay",
+            &schedule.display().to_string(),
+        ],
+    );
+    report(
+        "nats R3 partition:halves,ring,bridge + kill-broker:leader",
+        &r,
+        t,
+    );
+    let events = nemesis_events(&r.dir);
+    let grudges: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["f"] == "partition" && e["type"] == "info")
+        .collect();
+    for e in &events {
+        eprintln!("  nemesis {} {} {}", e["type"], e["f"], e["value"]);
+    }
+    assert_eq!(grudges.len(), 3, "{events:?}");
+    for (g, shape) in grudges.iter().zip(["halves", "ring", "bridge"]) {
+        assert_eq!(g["value"]["shape"], format!("partition:{shape}"), "{g}");
+        assert!(g["value"]["grudge"].is_object(), "{g}");
+    }
+    let kill = events
+        .iter()
+        .find(|e| e["f"] == "kill" && e["type"] == "info")
+        .expect("a kill of the leader");
+    assert_eq!(kill["value"]["role"], "leader", "{kill}");
+    assert!(kill["value"]["node"].is_string(), "{kill}");
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    assert_eq!(r.verdict["stats"]["drained"], true);
+    no_leftovers(&r.dir);
+}
+
+/// Faults a deployment cannot do are refused with the reason, before any op.
+#[test]
+fn shapes_need_three_nodes_and_leaders_need_a_broker_that_names_one() {
+    let (code, err) = run_refused(
+        "refuse-shape",
+        &[
+            "--broker",
+            "sqs",
+            "--time",
+            "2s",
+            "--nemesis",
+            "partition:halves",
+        ],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("partition:halves on sqs: needs at least three nodes"),
+        "{err}"
+    );
+    let (code, err) = run_refused(
+        "refuse-leader",
+        &[
+            "--broker",
+            "sqs",
+            "--time",
+            "2s",
+            "--nemesis",
+            "pause:leader",
+        ],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("cannot tell which node leads"), "{err}");
+}
