@@ -294,10 +294,11 @@ async fn run_schedule(
             continue;
         }
         tokio::time::sleep(Duration::from_millis(sf.duration_ms)).await;
+        // The node the fault hit (a leader found at start), or none (a partition shape).
         let _ = recorder.record(&nemesis_event(
             OpType::Invoke,
             stop_f,
-            json!({"target": sf.target}),
+            json!({"target": fault.target}),
         ));
         let value = match fault.stop(cluster).await {
             Ok(v) => v,

@@ -374,7 +374,9 @@ impl Fault {
             FaultKind::PartitionShape(shape) => {
                 let g = grudge(shape, &cluster.nodes(), pick)?;
                 apply_grudge(cluster, kind, &g).await?;
-                json!({"shape": kind.to_string(), "grudge": g})
+                let value = json!({"shape": kind.to_string(), "grudge": g});
+                // A shape targets no one node: it heals by flushing every node.
+                return Ok((Fault { kind, target: None }, value));
             }
             FaultKind::OnLeader(_) => {
                 return Err(failed(kind, target, "a role is resolved by `start`"))

@@ -36,8 +36,9 @@ pub struct RunArgs {
     /// Where run folders go.
     #[arg(long)]
     pub results: Option<PathBuf>,
-    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker,
-    /// restart-broker[:mid-batch], pause, partition.
+    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:leader],
+    /// restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader]
+    /// (docs/nemesis.md).
     #[arg(long, value_delimiter = ',')]
     pub nemesis: Vec<String>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).
