@@ -237,6 +237,15 @@ impl Probe {
     }
 }
 
+/// How to ask a broker which node holds a role (the queue's leader, the primary): a
+/// command run on each node in turn until `parse` names a node.
+#[derive(Debug, Clone)]
+pub struct RoleProbe {
+    pub command: Command,
+    /// (the node the command ran on, what it printed) -> the node in the role, if any.
+    pub parse: fn(&str, &str) -> Option<String>,
+}
+
 /// How one node is started.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NodePlan {
@@ -313,6 +322,10 @@ pub trait Recipe: Send + Sync {
     /// Probes that pass once the cluster as a whole is formed, by node index.
     fn cluster_ready(&self, _ctx: &ClusterContext) -> Vec<(usize, Probe)> {
         Vec::new()
+    }
+    /// How to find the node in `role`; `None` where the broker cannot tell.
+    fn role_probe(&self, _role: gauntlet_nemesis::Role) -> Option<RoleProbe> {
+        None
     }
     /// How long a node may take to become ready.
     fn ready_timeout(&self) -> Duration {

@@ -15,7 +15,7 @@ use gauntlet_checkers::{CheckOptions, Guarantee, Verdict};
 use gauntlet_history::{Actor, Event, OpType};
 use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
 use gauntlet_nemesis::{
-    Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, Schedule,
+    Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, NodeFault, Role, Schedule,
 };
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
 use gauntlet_workloads::{Delivery, Recorder};
@@ -266,6 +266,42 @@ fn schedule_for(
                     "the deployment does not offer process faults".into(),
                 ))
             }
+            // Partition shapes and faults aimed at a role.
+            FaultKind::PartitionShape(_) if nodes < 3 => {
+                return Err(refuse(format!(
+                    "needs at least three nodes, the deployment has {nodes}"
+                )))
+            }
+            FaultKind::PartitionShape(_) | FaultKind::OnLeader(NodeFault::Isolate)
+                if !caps.net_admin_exec =>
+            {
+                return Err(refuse(
+                    "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
+                ))
+            }
+            FaultKind::OnLeader(f) => {
+                if deployment
+                    .broker()
+                    .recipe()
+                    .role_probe(Role::Leader)
+                    .is_none()
+                {
+                    return Err(refuse(format!(
+                        "{} cannot tell which node leads (no role probe in its recipe)",
+                        scenario.broker
+                    )));
+                }
+                if f != NodeFault::Isolate && !caps.process_faults {
+                    return Err(refuse(
+                        "the deployment does not offer process faults".into(),
+                    ));
+                }
+                if f == NodeFault::Isolate && nodes < 2 {
+                    return Err(refuse(format!(
+                        "needs at least two nodes, the deployment has {nodes}"
+                    )));
+                }
+            }
             _ => {}
         }
         kinds.push(kind);
@@ -323,10 +359,11 @@ async fn run_schedule(
             continue;
         }
         tokio::time::sleep(Duration::from_millis(sf.duration_ms)).await;
+        // The node the fault hit (a leader found at start), or none (a partition shape).
         let _ = recorder.record(&nemesis_event(
             OpType::Invoke,
             stop_f,
-            json!({"target": sf.target}),
+            json!({"target": fault.target}),
         ));
         let value = match fault.stop(cluster).await {
             Ok(v) => v,
@@ -534,6 +571,41 @@ impl Cluster for RunCluster<'_> {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         false
+    }
+    async fn leader(&self, role: Role) -> Result<Option<String>, NemesisError> {
+        let broker = self.deployment.broker();
+        let probe = broker
+            .recipe()
+            .role_probe(role)
+            .ok_or_else(|| NemesisError::Unsupported {
+                fault: format!("targeting the {role}"),
+                why: format!("{broker} cannot tell which node is the {role}"),
+            })?;
+        // Ask every node in turn (a killed or paused one does not answer); an election
+        // may be under way, so keep asking for a while.
+        let until = Instant::now() + Duration::from_secs(15);
+        loop {
+            for n in self.deployment.nodes() {
+                let Ok(out) = self
+                    .deployment
+                    .exec(&n, &probe.command, Duration::from_secs(15))
+                    .await
+                else {
+                    continue;
+                };
+                if out.success() {
+                    if let Some(node) = (probe.parse)(&n, &out.stdout) {
+                        if self.deployment.nodes().contains(&node) {
+                            return Ok(Some(node));
+                        }
+                    }
+                }
+            }
+            if Instant::now() >= until {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 pub mod faults;
 pub mod schedule;
 
-pub use faults::{Fault, FaultKind, KillConsumerAt, LinkFault};
+pub use faults::{Fault, FaultKind, Grudge, KillConsumerAt, LinkFault, NodeFault, Role, Shape};
 pub use schedule::{Schedule, ScheduledFault};
 
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
-    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker, restart-broker[:mid-batch], pause, partition, ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
+    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker[:leader], restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader], ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
     UnknownFault(String),
     #[error("{fault} is not supported here: {why}")]
     Unsupported { fault: String, why: String },
@@ -64,5 +64,13 @@ pub trait Cluster: Send + Sync {
     /// Every client link back to pass; returns what was healed.
     async fn heal_links(&self) -> Result<Value, NemesisError> {
         Ok(Value::Null)
+    }
+    /// The node the broker names for `role` right now (`None`: none, e.g. while it
+    /// elects one, after waiting a little); `Unsupported` where the broker cannot tell.
+    async fn leader(&self, role: Role) -> Result<Option<String>, NemesisError> {
+        Err(NemesisError::Unsupported {
+            fault: format!("targeting the {role}"),
+            why: "this cluster cannot name the node in that role".into(),
+        })
     }
 }

@@ -72,7 +72,9 @@ impl Schedule {
             let target = nodes[(rng.next() % nodes.len() as u64) as usize].clone();
             let dur = match kind {
                 // A consumer kill is instant; the harness restarts the consumer at once.
-                FaultKind::KillConsumer(_) | FaultKind::RestartBroker { .. } => 0,
+                FaultKind::KillConsumer(_)
+                | FaultKind::RestartBroker { .. }
+                | FaultKind::OnLeader(crate::faults::NodeFault::Restart) => 0,
                 _ => duration,
             };
             faults.push(ScheduledFault {

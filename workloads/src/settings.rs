@@ -49,6 +49,12 @@ pub struct Delivery {
     pub dedup: Option<bool>,
     /// Transactions with read-committed consumers (Kafka).
     pub transactions: Option<bool>,
+    /// Persistent messages (RabbitMQ delivery mode 2); `durable` when unset. A durable
+    /// queue of transient messages loses them when its node restarts (seed D3).
+    pub persistent: Option<bool>,
+    /// Seconds a received, unacknowledged message stays invisible before it is
+    /// delivered again (SQS VisibilityTimeout); 5 when unset.
+    pub visibility_timeout: Option<u64>,
 }
 
 /// Every setting decided.
@@ -67,6 +73,8 @@ pub struct Resolved {
     pub durable: bool,
     pub dedup: bool,
     pub transactions: bool,
+    pub persistent: bool,
+    pub visibility_timeout: u64,
 }
 
 impl Delivery {
@@ -96,6 +104,8 @@ impl Delivery {
             durable: self.durable.unwrap_or(safe),
             dedup: self.dedup.unwrap_or(idem),
             transactions: self.transactions.unwrap_or(self.mode == Mode::ExactlyOnce),
+            persistent: self.persistent.or(self.durable).unwrap_or(safe),
+            visibility_timeout: self.visibility_timeout.unwrap_or(5),
         }
     }
 }
@@ -121,6 +131,15 @@ mod tests {
         }
         .resolve();
         assert!(over.confirms && !over.manual_ack);
+        assert!(over.persistent && over.durable && over.visibility_timeout == 5);
+        let transient = Delivery {
+            durable: Some(true),
+            persistent: Some(false),
+            visibility_timeout: Some(1),
+            ..Default::default()
+        }
+        .resolve();
+        assert!(transient.durable && !transient.persistent && transient.visibility_timeout == 1);
         assert!(
             Delivery {
                 mode: Mode::ExactlyOnce,

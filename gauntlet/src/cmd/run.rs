@@ -36,10 +36,11 @@ pub struct RunArgs {
     /// Where run folders go.
     #[arg(long)]
     pub results: Option<PathBuf>,
-    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker,
-    /// restart-broker[:mid-batch], pause, partition; through the client proxy:
-    /// ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS],
-    /// loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
+    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:leader],
+    /// restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader];
+    /// through the client proxy: ack-loss, partition-one-way, client-partition, latency[:MS],
+    /// jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
+    /// See docs/nemesis.md.
     #[arg(long, value_delimiter = ',')]
     pub nemesis: Vec<String>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).

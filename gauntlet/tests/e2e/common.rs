@@ -109,3 +109,77 @@ pub fn no_leftovers(dir: &Path) {
         "containers of run {stamp} left behind: {text}"
     );
 }
+
+/// Runs `gauntlet run SCENARIO.toml ARGS...` with the scenario given as text.
+pub fn run_scenario(name: &str, toml: &str, args: &[&str]) -> Run {
+    let file =
+        std::env::temp_dir().join(format!("gauntlet-e2e-{}-{name}.toml", std::process::id()));
+    std::fs::write(&file, toml).expect("write the scenario");
+    let file = file.display().to_string();
+    let mut all = vec![file.as_str()];
+    all.extend_from_slice(args);
+    run(name, &all)
+}
+
+/// A fault schedule to replay (`--replay`): (at ms, duration ms, fault, target, pick).
+pub fn schedule_file(name: &str, faults: &[(u64, u64, &str, &str, u64)]) -> PathBuf {
+    let mut text = String::from("seed = 0\n");
+    for (at, dur, fault, target, pick) in faults {
+        text.push_str(&format!(
+            "\n[[fault]]\nat_ms = {at}\nduration_ms = {dur}\nfault = \"{fault}\"\ntarget = \"{target}\"\npick = {pick}\n"
+        ));
+    }
+    let file = std::env::temp_dir().join(format!(
+        "gauntlet-e2e-{}-{name}-schedule.toml",
+        std::process::id()
+    ));
+    std::fs::write(&file, text).expect("write the schedule");
+    file
+}
+
+/// The nemesis's events of a run's history, in order.
+pub fn nemesis_events(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("history.jsonl")).expect("history.jsonl");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["process"] == "nemesis")
+        .collect()
+}
+
+/// Prints what a run showed (kept in the test output with --no-capture).
+pub fn report(label: &str, r: &Run, started: std::time::Instant) {
+    let counts: Vec<String> = [
+        "lost",
+        "duplicate-write",
+        "redelivered",
+        "key-order",
+        "gap",
+        "recovered",
+    ]
+    .iter()
+    .map(|a| format!("{a} {}", count(r, a)))
+    .collect();
+    eprintln!(
+        "{label}: exit {}, sends ok {}, {} ({:.0} s wall)",
+        r.code,
+        r.verdict["stats"]["sends_ok"],
+        counts.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs `gauntlet run ARGS...` expecting it to refuse: returns the exit code and stderr.
+pub fn run_refused(name: &str, args: &[&str]) -> (i32, String) {
+    let results = results_dir(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("run")
+        .args(args)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .expect("start gauntlet");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

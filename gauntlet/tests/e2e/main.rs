@@ -12,3 +12,4 @@ mod basics;
 mod common;
 mod matrix;
 mod network;
+mod process;

@@ -4,3 +4,49 @@ pub mod nats;
 pub mod rabbitmq;
 pub mod redis;
 pub mod sqs;
+
+#[cfg(test)]
+mod tests {
+    use crate::broker::{BrokerKind, RoleProbe};
+    use gauntlet_nemesis::Role;
+
+    fn probe(kind: BrokerKind) -> Option<RoleProbe> {
+        kind.recipe().role_probe(Role::Leader)
+    }
+
+    #[test]
+    fn role_probes_read_what_the_brokers_print() {
+        let rabbit = probe(BrokerKind::RabbitMq).expect("rabbitmq names its leader");
+        assert_eq!(
+            (rabbit.parse)(
+                "n1",
+                "gauntlet.g1\tquorum\trabbit@n2\t<rabbit@n2.1764740000.456.0>\n"
+            )
+            .as_deref(),
+            Some("n2")
+        );
+        assert_eq!(
+            (rabbit.parse)(
+                "n1",
+                "gauntlet.g1\tclassic\t\t<rabbit@n3.1764740000.789.0>\n"
+            )
+            .as_deref(),
+            Some("n3")
+        );
+        assert_eq!((rabbit.parse)("n1", ""), None);
+
+        let nats = probe(BrokerKind::Nats).expect("nats names its stream leader");
+        assert_eq!((nats.parse)("n1", "\nn3\n").as_deref(), Some("n3"));
+        assert_eq!((nats.parse)("n1", "\n"), None);
+
+        let redis = probe(BrokerKind::Redis).expect("redis names its primary");
+        let master = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n";
+        let replica = "# Replication\r\nrole:slave\r\nmaster_host:n1\r\n";
+        assert_eq!((redis.parse)("n2", master).as_deref(), Some("n2"));
+        assert_eq!((redis.parse)("n2", replica), None);
+
+        // One-node brokers with no notion of a leader say so.
+        assert!(probe(BrokerKind::Kafka).is_none());
+        assert!(probe(BrokerKind::Sqs).is_none());
+    }
+}

@@ -99,4 +99,26 @@ impl Recipe for Nats {
         }
         probes
     }
+    fn role_probe(&self, role: gauntlet_nemesis::Role) -> Option<RoleProbe> {
+        match role {
+            // The stream's leader, from the node's own monitoring endpoint (/jsz). The
+            // queue workload has one stream; with several, the first listed.
+            gauntlet_nemesis::Role::Leader => Some(RoleProbe {
+                command: Command::new(&[
+                    "python3",
+                    "-c",
+                    "import json,urllib.request as u; \
+                     d=json.load(u.urlopen('http://127.0.0.1:8222/jsz?streams=true',timeout=5)); \
+                     [print((s.get('cluster') or {}).get('leader') or '') \
+                     for a in d.get('account_details') or [] for s in a.get('stream_detail') or []]",
+                ]),
+                parse: |_node, out| {
+                    out.lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty())
+                        .map(str::to_string)
+                },
+            }),
+        }
+    }
 }

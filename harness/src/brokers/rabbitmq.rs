@@ -94,6 +94,28 @@ impl Recipe for RabbitMq {
             ),
         )]
     }
+    fn role_probe(&self, role: gauntlet_nemesis::Role) -> Option<RoleProbe> {
+        match role {
+            // The leader of the first quorum queue (the queue workload's `gauntlet.<group>`),
+            // or, for a classic queue, the node that hosts it (its process id names the node).
+            gauntlet_nemesis::Role::Leader => Some(RoleProbe {
+                command: ctl("-q --timeout 10 list_queues name type leader pid"),
+                parse: |_node, out| {
+                    out.lines().find_map(|l| {
+                        let f: Vec<&str> = l.split_whitespace().collect();
+                        let at = match f.as_slice() {
+                            [_, "quorum", leader, ..] => *leader,
+                            [_, "classic", .., pid] => pid.trim_start_matches('<'),
+                            _ => return None,
+                        };
+                        let host = at.strip_prefix("rabbit@")?;
+                        let host = host.split(['.', '>']).next()?;
+                        (!host.is_empty()).then(|| host.to_string())
+                    })
+                },
+            }),
+        }
+    }
     fn ready_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(120)
     }

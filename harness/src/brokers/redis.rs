@@ -88,4 +88,17 @@ impl Recipe for Redis {
         }
         probes
     }
+    fn role_probe(&self, role: gauntlet_nemesis::Role) -> Option<RoleProbe> {
+        match role {
+            // The node that says it is the master (n1 unless someone promoted a replica).
+            gauntlet_nemesis::Role::Leader => Some(RoleProbe {
+                command: Command::new(&["redis-cli", "info", "replication"]),
+                parse: |node, out| {
+                    out.lines()
+                        .any(|l| l.trim() == "role:master")
+                        .then(|| node.to_string())
+                },
+            }),
+        }
+    }
 }

@@ -42,6 +42,24 @@ impl RabbitMq {
         Ok((conn, ch))
     }
 
+    fn new_uri(uri: &str, settings: Resolved) -> Self {
+        RabbitMq {
+            uri: uri.to_string(),
+            settings,
+        }
+    }
+
+    /// A channel for publishing, in confirm mode when `confirms` is set.
+    async fn producer_channel(&self) -> Result<(Connection, Channel), ClientError> {
+        let (conn, ch) = self.channel().await?;
+        if self.settings.confirms {
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .map_err(|e| setup_err("confirm.select", e))?;
+        }
+        Ok((conn, ch))
+    }
+
     fn queue_name(group: &str) -> String {
         format!("gauntlet.{group}")
     }
@@ -105,17 +123,13 @@ impl Driver for RabbitMq {
     }
 
     async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
-        let (conn, ch) = self.channel().await?;
-        if self.settings.confirms {
-            ch.confirm_select(ConfirmSelectOptions::default())
-                .await
-                .map_err(|e| setup_err("confirm.select", e))?;
-        }
+        let (conn, ch) = self.producer_channel().await?;
         Ok(Box::new(RabbitProducer {
-            _conn: conn,
+            driver: RabbitMq::new_uri(&self.uri, self.settings.clone()),
+            conn,
             ch,
             confirms: self.settings.confirms,
-            persistent: self.settings.durable,
+            persistent: self.settings.persistent,
         }))
     }
 
@@ -167,7 +181,9 @@ fn classify<T>(e: lapin::Error) -> Outcome<T> {
 }
 
 struct RabbitProducer {
-    _conn: Connection,
+    /// To connect again when the broker closed the connection (a restarted node).
+    driver: RabbitMq,
+    conn: Connection,
     ch: Channel,
     confirms: bool,
     persistent: bool,
@@ -176,6 +192,13 @@ struct RabbitProducer {
 #[async_trait]
 impl Producer for RabbitProducer {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
+        if !self.conn.status().connected() || !self.ch.status().connected() {
+            match self.driver.producer_channel().await {
+                Ok((conn, ch)) => (self.conn, self.ch) = (conn, ch),
+                // Definite: no connection, so nothing was published.
+                Err(e) => return Outcome::Fail(e.to_string()),
+            }
+        }
         let mut props = BasicProperties::default().with_message_id(value.to_string().into());
         if self.persistent {
             props = props.with_delivery_mode(2);

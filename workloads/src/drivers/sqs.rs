@@ -8,7 +8,7 @@
 //! - FIFO: MessageGroupId = key (per-key order), MessageDeduplicationId = value.
 //! - `retries`: the SDK's standard retry mode with `retries + 1` attempts.
 //! - Consumer: ReceiveMessage (at most 10, long poll of `wait` rounded up to whole
-//!   seconds), VisibilityTimeout [`VISIBILITY_TIMEOUT`], ApproximateReceiveCount > 1
+//!   seconds), VisibilityTimeout `visibility-timeout` (5 s), ApproximateReceiveCount > 1
 //!   flags a redelivery. Manual ack: DeleteMessage after processing; auto ack:
 //!   delete right after receiving, before processing.
 //! - Drain: a message received by a stopped worker and not deleted becomes visible
@@ -27,9 +27,6 @@ use aws_sdk_sqs::error::SdkError;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use aws_sdk_sqs::Client;
 use std::time::{Duration, Instant};
-
-/// How long a received message stays invisible to other consumers.
-pub const VISIBILITY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Sqs {
     pub endpoint: String,
@@ -133,7 +130,7 @@ impl Driver for Sqs {
                 .queue_name(&name)
                 .attributes(
                     QueueAttributeName::VisibilityTimeout,
-                    VISIBILITY_TIMEOUT.as_secs().to_string(),
+                    self.settings.visibility_timeout.to_string(),
                 )
                 .attributes(QueueAttributeName::MessageRetentionPeriod, "86400");
             if self.fifo {
@@ -183,6 +180,7 @@ impl Driver for Sqs {
             url,
             manual_ack: self.settings.manual_ack,
             drain: self.drain,
+            visibility: Duration::from_secs(self.settings.visibility_timeout),
         }))
     }
 }
@@ -237,6 +235,8 @@ struct SqsConsumer {
     url: String,
     manual_ack: bool,
     drain: bool,
+    /// The delivery setting `visibility-timeout`.
+    visibility: Duration,
 }
 
 impl SqsConsumer {
@@ -249,7 +249,7 @@ impl SqsConsumer {
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
             .wait_time_seconds(secs)
-            .visibility_timeout(VISIBILITY_TIMEOUT.as_secs() as i32)
+            .visibility_timeout(i32::try_from(self.visibility.as_secs()).unwrap_or(i32::MAX))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await
@@ -332,7 +332,7 @@ impl Consumer for SqsConsumer {
         let got = loop {
             match self.receive(max, wait).await {
                 Outcome::Ok(v) if v.is_empty() && self.drain => {
-                    if start.elapsed() >= VISIBILITY_TIMEOUT + Duration::from_secs(2)
+                    if start.elapsed() >= self.visibility + Duration::from_secs(2)
                         || self.in_flight().await == 0
                     {
                         break v;
