@@ -9,4 +9,6 @@
 //! One binary for every heavy container test (nextest group `brokers`, one at a time):
 //! add a module per scenario family.
 mod basics;
+mod clean;
 mod common;
+mod log;
