@@ -76,6 +76,33 @@ fn percentile(sorted: &[u32], p: f64) -> Option<f64> {
     Some(f64::from(sorted[i.min(sorted.len() - 1)]) / 1000.0)
 }
 
+/// Microseconds per recorded event (a send's invoke or ok, as the producers write
+/// them) through a recorder writing `path`, and through a discarding one.
+fn recorder_cost_per_event(path: &std::path::Path) -> Result<(f64, f64)> {
+    use gauntlet_history::{Actor, Event, OpType};
+    use gauntlet_workloads::Recorder;
+    const N: u64 = 200_000;
+    let time = |r: &Recorder| -> Result<f64> {
+        let t = std::time::Instant::now();
+        for i in 0..N {
+            let (kind, v) = if i % 2 == 0 {
+                (OpType::Invoke, serde_json::json!({"key": "k3", "value": i}))
+            } else {
+                (
+                    OpType::Ok,
+                    serde_json::json!({"key": "k3", "value": i, "partition": 1, "offset": i}),
+                )
+            };
+            r.record(&Event::new(Actor::Client(i % 4), kind, "send").value(v))?;
+        }
+        Ok(t.elapsed().as_secs_f64() * 1e6 / N as f64)
+    };
+    let file = time(&Recorder::create(path)?)?;
+    let sink = time(&Recorder::discarding())?;
+    let _ = std::fs::remove_file(path);
+    Ok((file, sink))
+}
+
 struct Row {
     sends_per_s: f64,
     p50_ms: Option<f64>,
@@ -103,6 +130,13 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
     println!(
         "{:<9} {:>5} {:<9} {:>9} {:>9} {:>9} {:>10} {:>8}",
         "broker", "nodes", "recorder", "sends/s", "p50 ms", "p99 ms", "first op s", "cpu s"
+    );
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
+    let (file_us, sink_us) = recorder_cost_per_event(&args.results.join("recorder-cost.jsonl"))?;
+    println!(
+        "recorder alone: {file_us:.2} us/event writing a history file, {sink_us:.2} us/event discarding \
+         (200k send events, one thread)"
     );
     let mut worst_cost: f64 = 0.0;
     let mut slow_start = false;
