@@ -128,8 +128,17 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
         args.time, args.rate, args.repeat
     );
     println!(
-        "{:<9} {:>5} {:<9} {:>9} {:>9} {:>9} {:>10} {:>8}",
-        "broker", "nodes", "recorder", "sends/s", "p50 ms", "p99 ms", "first op s", "cpu s"
+        "{:<9} {:>5} {:<9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>11} {:>10}",
+        "broker",
+        "nodes",
+        "recorder",
+        "sends/s",
+        "p50 ms",
+        "p99 ms",
+        "first op s",
+        "cpu s",
+        "cpu us/send",
+        "events/send"
     );
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating {}", args.results.display()))?;
@@ -187,8 +196,9 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
                     cpu_s: cpu,
                 };
                 let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+                let sends = outcome.sends.max(1) as f64;
                 println!(
-                    "{:<9} {:>5} {:<9} {:>9.1} {:>9} {:>9} {:>10} {:>8}",
+                    "{:<9} {:>5} {:<9} {:>9.1} {:>9} {:>9} {:>10} {:>8} {:>11} {:>10.1}",
                     b,
                     nodes,
                     if discard { "discard" } else { "history" },
@@ -197,6 +207,9 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
                     ms(row.p99_ms),
                     row.first_op_s.map_or("-".into(), |v| format!("{v:.1}")),
                     ms(row.cpu_s),
+                    row.cpu_s
+                        .map_or("-".into(), |c| format!("{:.0}", c * 1e6 / sends)),
+                    f.counts.ops as f64 / sends,
                 );
                 if nodes >= 3
                     && row
