@@ -61,3 +61,39 @@ fn log_auto_commit_and_kill_consumer_after_commit_loses_messages() {
     assert_eq!(r.verdict["guarantees"]["at-least-once"], "violated");
     no_leftovers(&r.dir);
 }
+
+/// O5 with explicit assignment: the restarted worker takes its slot's partitions
+/// back at the committed offsets.
+#[test]
+fn log_assign_and_kill_consumer_redelivers_without_loss() {
+    let r = run(
+        "kafka-log-assign-o5",
+        &[
+            "--broker",
+            "kafka",
+            "--workload",
+            "log",
+            "--membership",
+            "assign",
+            "--nemesis",
+            "kill-consumer:before-ack",
+            "--time",
+            "12s",
+            "--rate",
+            "50",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert!(count(&r, "redelivered") > 0, "{}", r.verdict["anomalies"]);
+    for a in [
+        "lost",
+        "unseen",
+        "gap",
+        "partition-order",
+        "inconsistent-offsets",
+    ] {
+        assert_eq!(count(&r, a), 0, "{a}: {}", r.verdict["anomalies"][a]);
+    }
+    assert_eq!(r.verdict["stats"]["drained"], serde_json::Value::Bool(true));
+    no_leftovers(&r.dir);
+}
