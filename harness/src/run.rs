@@ -17,6 +17,7 @@ use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
 use gauntlet_nemesis::{
     Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, NodeFault, Role, Schedule,
 };
+use gauntlet_workloads::log::{LogConfig, LogDriver, Membership};
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
 use gauntlet_workloads::{Delivery, Recorder};
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,9 @@ pub struct Scenario {
     pub delivery: Delivery,
     #[serde(default)]
     pub queue: QueueConfig,
+    /// The log workload's topic and membership (`workload = "log"`).
+    #[serde(default, skip_serializing_if = "is_default_log")]
+    pub log: LogConfig,
     /// Faults to inject, e.g. ["kill-consumer:before-ack", "partition"]; none when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nemesis: Vec<String>,
@@ -76,6 +80,9 @@ pub struct Scenario {
     pub results: PathBuf,
 }
 
+fn is_default_log(c: &LogConfig) -> bool {
+    *c == LogConfig::default()
+}
 fn default_workload() -> String {
     "queue".into()
 }
@@ -114,6 +121,7 @@ impl Scenario {
             expect: default_expect(),
             delivery: Delivery::default(),
             queue: QueueConfig::default(),
+            log: LogConfig::default(),
             nemesis: Vec::new(),
             nemesis_interval: default_interval(),
             nemesis_duration: default_fault_duration(),
@@ -613,12 +621,41 @@ impl Cluster for RunCluster<'_> {
 #[derive(Debug)]
 pub struct RunOutcome {
     pub dir: PathBuf,
+    /// With [`RunOptions::discard_history`], the verdict of an empty history (nothing was kept).
     pub verdict: Verdict,
     pub sends: u64,
+    pub figures: Figures,
+}
+
+/// Measurements of a run, for benchmarks.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// From the start of [`run_with`] (before Docker is contacted) to the first recorded client op.
+    pub first_op_after: Option<Duration>,
+    /// How long the producers ran.
+    pub workload_time: Duration,
+    /// Every send's latency in microseconds ([`RunOptions::keep_latencies`]).
+    pub latencies_us: Vec<u32>,
+    /// Client completions at the end of the workload phase.
+    pub counts: gauntlet_workloads::recorder::Counts,
+}
+
+/// How a run records (the benchmark's knobs; the defaults are what `gauntlet run` does).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Format every event as usual but write it to a sink that drops it: no history,
+    /// no check, no reports (the benchmark's recorder-off case).
+    pub discard_history: bool,
+    /// Keep each send's latency in [`Figures::latencies_us`].
+    pub keep_latencies: bool,
 }
 
 /// Progress lines while a run goes.
 pub type Progress = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Prefix of the periodic count lines (`TICK` + "elapsed/total s  ops N  ok N  fail N
+/// info N"): a terminal may redraw them in place as a progress bar.
+pub const TICK: &str = "tick ";
 
 /// A consumer worker process and the relay that records what it reports.
 struct Worker {
@@ -637,6 +674,8 @@ struct WorkerSpec {
     addrs: Vec<String>,
     delivery_json: String,
     cfg: QueueConfig,
+    workload: String,
+    log: LogConfig,
 }
 
 impl WorkerSpec {
@@ -645,6 +684,17 @@ impl WorkerSpec {
         recorder: &Arc<Recorder>,
         group: &str,
         drain: bool,
+    ) -> Result<Worker, HarnessError> {
+        self.spawn_in(recorder, group, drain, 0)
+    }
+
+    /// A worker in consumer slot `slot` (the log workload's `assign` shares partitions by slot).
+    fn spawn_in(
+        &self,
+        recorder: &Arc<Recorder>,
+        group: &str,
+        drain: bool,
+        slot: usize,
     ) -> Result<Worker, HarnessError> {
         let process = recorder.new_process();
         let mut cmd = Command::new(&self.exe);
@@ -665,6 +715,17 @@ impl WorkerSpec {
             .arg(self.cfg.processing_ms.to_string());
         if drain {
             cmd.arg("--drain");
+        }
+        if self.workload == "log" {
+            let membership = match self.log.membership {
+                Membership::Subscribe => "subscribe",
+                Membership::Assign => "assign",
+            };
+            cmd.args(["--workload", "log", "--membership", membership])
+                .arg("--slot")
+                .arg(slot.to_string())
+                .arg("--slots")
+                .arg(self.cfg.consumers.max(1).to_string());
         }
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -758,14 +819,34 @@ pub async fn run(
     exe: &Path,
     progress: Progress,
 ) -> Result<RunOutcome, HarnessError> {
+    run_with(scenario, exe, progress, RunOptions::default()).await
+}
+
+/// [`run`] with recording options.
+pub async fn run_with(
+    scenario: &Scenario,
+    exe: &Path,
+    progress: Progress,
+    opts: RunOptions,
+) -> Result<RunOutcome, HarnessError> {
+    let entered = Instant::now();
     let kind = BrokerKind::from_str(&scenario.broker)?;
     let time = scenario.duration()?;
     let expect = scenario.guarantees()?;
-    if scenario.workload != "queue" {
-        return Err(HarnessError::Scenario(format!(
-            "workload `{}` is not available yet (queue is)",
-            scenario.workload
-        )));
+    match scenario.workload.as_str() {
+        "queue" => {}
+        "log" if kind == BrokerKind::Kafka => {}
+        "log" => {
+            return Err(HarnessError::Scenario(format!(
+                "the log workload needs a Kafka-protocol broker, not {}",
+                scenario.broker
+            )))
+        }
+        other => {
+            return Err(HarnessError::Scenario(format!(
+                "workload `{other}` is not available (queue and log are)"
+            )))
+        }
     }
     let settings = scenario.delivery.resolve();
 
@@ -844,15 +925,32 @@ pub async fn run(
         &settings,
         &progress,
         started,
+        entered,
+        opts,
     )
     .await;
     progress("tearing down...");
     let _ = deployment.collect_logs(&dir.join("nodes")).await;
     let teardown = deployment.teardown().await;
     ctrl_c.abort();
-    let sends = result?;
+    let (sends, figures) = result?;
     teardown?;
 
+    if opts.discard_history {
+        let verdict = gauntlet_checkers::check(
+            &gauntlet_history::model::History::default(),
+            &CheckOptions {
+                expect,
+                max_examples: 10,
+            },
+        );
+        return Ok(RunOutcome {
+            dir,
+            verdict,
+            sends,
+            figures,
+        });
+    }
     let history = gauntlet_history::read_path(dir.join("history.jsonl"))
         .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
     let verdict = gauntlet_checkers::check(
@@ -873,6 +971,7 @@ pub async fn run(
         dir,
         verdict,
         sends,
+        figures,
     })
 }
 
@@ -911,7 +1010,9 @@ async fn drive(
     settings: &gauntlet_workloads::Resolved,
     progress: &Progress,
     started: Instant,
-) -> Result<u64, HarnessError> {
+    entered: Instant,
+    opts: RunOptions,
+) -> Result<(u64, Figures), HarnessError> {
     let kind = deployment.broker();
     let port = kind
         .recipe()
@@ -923,10 +1024,24 @@ async fn drive(
         Some(p) => p.addrs(),
         None => deployment.addrs(port),
     };
-    let recorder =
-        Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
-    let driver = gauntlet_workloads::driver_for(kind.name(), &addrs, settings.clone(), false)
-        .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    let mut recorder = if opts.discard_history {
+        Recorder::discarding()
+    } else {
+        Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?
+    };
+    if opts.keep_latencies {
+        recorder = recorder.keep_latencies();
+    }
+    let recorder = Arc::new(recorder);
+    let driver: Arc<dyn gauntlet_workloads::Driver> = if scenario.workload == "log" {
+        Arc::new(
+            LogDriver::new(&addrs, settings.clone(), &scenario.log)
+                .map_err(|e| HarnessError::Worker(e.to_string()))?,
+        )
+    } else {
+        gauntlet_workloads::driver_for(kind.name(), &addrs, settings.clone(), false)
+            .map_err(|e| HarnessError::Worker(e.to_string()))?
+    };
     let groups = scenario.queue.groups.clone();
     driver
         .setup(&groups)
@@ -938,6 +1053,8 @@ async fn drive(
         addrs: addrs.clone(),
         delivery_json: serde_json::to_string(&scenario.delivery).unwrap_or_default(),
         cfg: scenario.queue.clone(),
+        workload: scenario.workload.clone(),
+        log: scenario.log.clone(),
     };
     let _ = recorder.phase("start");
     progress(&format!(
@@ -952,8 +1069,8 @@ async fn drive(
     let stop = Arc::new(AtomicBool::new(false));
     let mut initial: Vec<(String, Worker)> = Vec::new();
     for g in &groups {
-        for _ in 0..scenario.queue.consumers.max(1) {
-            initial.push((g.clone(), spec.spawn(&recorder, g, false)?));
+        for slot in 0..scenario.queue.consumers.max(1) {
+            initial.push((g.clone(), spec.spawn_in(&recorder, g, false, slot)?));
         }
     }
     let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
@@ -988,9 +1105,10 @@ async fn drive(
         while Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let mut ws = pool.lock().await;
-            for (g, w) in ws.iter_mut() {
+            let slots = scenario.queue.consumers.max(1);
+            for (i, (g, w)) in ws.iter_mut().enumerate() {
                 if w.exited() {
-                    let fresh = spec.spawn(&recorder, g, false)?;
+                    let fresh = spec.spawn_in(&recorder, g, false, i % slots)?;
                     let old = std::mem::replace(w, fresh);
                     old.stop(Duration::from_millis(10)).await;
                 }
@@ -998,8 +1116,9 @@ async fn drive(
             drop(ws);
             let c = recorder.counts();
             progress(&format!(
-                "{:>5.1}s  ops {}  ok {}  fail {}  info {}",
+                "{TICK}{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}",
                 t0.elapsed().as_secs_f64().min(time.as_secs_f64()),
+                time.as_secs_f64(),
                 c.ops,
                 c.ok,
                 c.fail,
@@ -1015,6 +1134,14 @@ async fn drive(
     supervised?;
     stop.store(true, Ordering::Relaxed);
     let sends = producers.await.unwrap_or(0);
+    let figures = Figures {
+        first_op_after: recorder
+            .first_op()
+            .map(|t| t.saturating_duration_since(entered)),
+        workload_time: t0.elapsed(),
+        latencies_us: recorder.latencies(),
+        counts: recorder.counts(),
+    };
     // Final heal: every fault undone, every node up and ready, before the drain.
     final_heal(&cluster, &recorder, progress).await;
     let workers = std::mem::take(&mut *pool.lock().await);
@@ -1047,7 +1174,7 @@ async fn drive(
             "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)",
         );
     }
-    Ok(sends)
+    Ok((sends, figures))
 }
 
 #[cfg(test)]

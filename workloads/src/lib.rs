@@ -4,6 +4,7 @@
 //! ([`queue`]). Nothing here knows about containers: a driver gets addresses.
 pub mod client;
 pub mod drivers;
+pub mod log;
 pub mod queue;
 pub mod recorder;
 pub mod settings;

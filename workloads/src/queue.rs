@@ -109,7 +109,9 @@ pub async fn run_producers(
                             .value(json!({"key": key, "value": value})),
                     );
                     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+                    let began = Instant::now();
                     let outcome = producer.send(&key, value).await;
+                    recorder.send_latency(began.elapsed());
                     IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
                     sent += 1;
                     let ev = match &outcome {

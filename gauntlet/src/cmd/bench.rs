@@ -24,6 +24,9 @@ const TARGET_BYTES_PER_OP: f64 = 150.0;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// `run`: broker workload throughput and latency, recorder on and off (see `gauntlet bench run --help`).
+    #[command(subcommand)]
+    pub sub: Option<BenchSub>,
     /// History sizes in ops, comma-separated (`1M`, `10M`, `500k` work too).
     #[arg(long, value_delimiter = ',', default_value = "1M,10M", value_parser = parse_size)]
     pub ops: Vec<u64>,
@@ -48,6 +51,13 @@ pub struct BenchArgs {
     /// Internal: measure one file and print the figures as JSON.
     #[arg(long, hide = true)]
     pub measure: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchSub {
+    /// Each broker's workload throughput and p50/p99 send latency with the recorder
+    /// writing the history and discarding it, and the time to the first op.
+    Run(super::bench_run::BenchRunArgs),
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -174,6 +184,9 @@ fn mib(b: f64) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<i32> {
+    if let Some(BenchSub::Run(r)) = args.sub {
+        return super::bench_run::run(r);
+    }
     if let Some(path) = &args.measure {
         println!("{}", measure(path)?);
         return Ok(0);

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod bench;
+pub mod bench_run;
 pub mod check;
 pub mod clean;
 pub mod fuzz;

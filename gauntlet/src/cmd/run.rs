@@ -2,8 +2,10 @@
 use anyhow::Context;
 use clap::Args;
 use gauntlet_harness::run::Scenario;
-use std::io::Write;
+use gauntlet_harness::run::TICK;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -12,8 +14,12 @@ pub struct RunArgs {
     /// Broker: rabbitmq, redis (more to come).
     #[arg(long)]
     pub broker: Option<String>,
+    /// Workload: queue, or log (Kafka protocol: partitions, offsets, consumer groups).
     #[arg(long)]
     pub workload: Option<String>,
+    /// Log workload: how consumers get partitions, subscribe (group) or assign.
+    #[arg(long)]
+    pub membership: Option<String>,
     /// How long producers send, e.g. 30s, 2m.
     #[arg(long)]
     pub time: Option<String>,
@@ -63,6 +69,9 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     if let Some(w) = &args.workload {
         s.workload = w.clone();
     }
+    if let Some(m) = &args.membership {
+        s.log.membership = m.parse().map_err(anyhow::Error::msg)?;
+    }
     if let Some(t) = &args.time {
         s.time = t.clone();
     }
@@ -109,7 +118,12 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         } else {
             format!("-{}", s.nemesis.join("+").replace(':', "_"))
         };
-        s.name = format!("{}-{mode}{faults}", s.broker);
+        let workload = if s.workload == "queue" {
+            String::new()
+        } else {
+            format!("{}-", s.workload)
+        };
+        s.name = format!("{}-{workload}{mode}{faults}", s.broker);
     }
     s.guarantees()?;
     s.duration()?;
@@ -122,10 +136,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let progress: gauntlet_harness::run::Progress = Box::new(|line: &str| {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "gauntlet run: {line}");
-    });
+    let progress = progress_printer(std::io::stderr().is_terminal());
     eprintln!(
         "gauntlet run: scenario `{}` on {}",
         scenario.name, scenario.broker
@@ -140,4 +151,72 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     );
     println!("run folder: {}", outcome.dir.display());
     Ok(outcome.verdict.valid.exit_code())
+}
+
+/// Progress on stderr. On a terminal the periodic count lines redraw one line in
+/// place as a bar; elsewhere (CI, tests, a pipe) every line is printed as it comes.
+pub fn progress_printer(tty: bool) -> gauntlet_harness::run::Progress {
+    let drawn = AtomicBool::new(false);
+    Box::new(move |line: &str| {
+        let mut err = std::io::stderr().lock();
+        match line.strip_prefix(TICK) {
+            Some(tick) if tty => {
+                let _ = write!(err, "\r\x1b[K{}", bar_line(tick));
+                let _ = err.flush();
+                drawn.store(true, Ordering::Relaxed);
+            }
+            Some(tick) => {
+                let _ = writeln!(err, "gauntlet run: {tick}");
+            }
+            None => {
+                if drawn.swap(false, Ordering::Relaxed) {
+                    let _ = write!(err, "\r\x1b[K");
+                }
+                let _ = writeln!(err, "gauntlet run: {line}");
+            }
+        }
+    })
+}
+
+/// "12.5/20.0s  ops ..." -> "[#########.........]  12.5/20.0s  ops ...".
+pub fn bar_line(tick: &str) -> String {
+    const WIDTH: usize = 24;
+    let fraction = tick
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.strip_suffix('s'))
+        .and_then(|t| t.split_once('/'))
+        .and_then(|(a, b)| Some((a.parse::<f64>().ok()?, b.parse::<f64>().ok()?)))
+        .map(|(a, b)| {
+            if b > 0.0 {
+                (a / b).clamp(0.0, 1.0)
+            } else {
+                1.0
+            }
+        })
+        .unwrap_or(0.0);
+    let full = (fraction * WIDTH as f64).round() as usize;
+    format!(
+        "[{}{}] {:>3.0}%  {tick}",
+        "#".repeat(full),
+        ".".repeat(WIDTH - full),
+        fraction * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_follows_the_elapsed_fraction() {
+        let b = bar_line("5.0/20.0s  ops 10  ok 4  fail 0  info 1");
+        assert!(
+            b.starts_with("[######..................]  25%  5.0/20.0s"),
+            "{b}"
+        );
+        assert!(b.ends_with("info 1"));
+        assert!(bar_line("20.0/20.0s  ops 1").starts_with(&format!("[{}] 100%", "#".repeat(24))));
+        assert!(bar_line("garbage").starts_with(&format!("[{}]   0%", ".".repeat(24))));
+    }
 }

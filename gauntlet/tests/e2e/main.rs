@@ -9,7 +9,9 @@
 //! One binary for every heavy container test (nextest group `brokers`, one at a time):
 //! add a module per scenario family.
 mod basics;
+mod clean;
 mod common;
+mod log;
 mod matrix;
 mod network;
 mod process;

@@ -203,7 +203,7 @@ impl Driver for Kafka {
 }
 
 /// The one place Kafka errors become outcomes.
-fn classify<T>(e: &KafkaError) -> Outcome<T> {
+pub(crate) fn classify<T>(e: &KafkaError) -> Outcome<T> {
     let text = e.to_string();
     let code = match e {
         KafkaError::MessageProduction(c) | KafkaError::ConsumerCommit(c) => *c,
