@@ -28,7 +28,11 @@ pub fn read_path(path: impl AsRef<Path>) -> Result<History, HistoryError> {
 
 /// Reads a history held in memory; `name` stands for the file in errors.
 pub fn read_bytes(name: impl AsRef<Path>, data: &[u8]) -> Result<History, HistoryError> {
-    read(name.as_ref(), data)
+    let name = name.as_ref();
+    if crate::edn::looks_like(name, &data[..data.len().min(64)]) {
+        return crate::edn::read_bytes(name, data);
+    }
+    read(name, data)
 }
 
 /// Reads a history from any reader; `name` stands for the file in errors.
