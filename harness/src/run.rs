@@ -161,6 +161,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+mod txn;
+
 type Pool = Arc<tokio::sync::Mutex<Vec<(String, Worker)>>>;
 
 /// The run's schedule: replayed from a file, or generated from the seed.
@@ -575,9 +577,9 @@ pub async fn run(
     let kind = BrokerKind::from_str(&scenario.broker)?;
     let time = scenario.duration()?;
     let expect = scenario.guarantees()?;
-    if scenario.workload != "queue" {
+    if scenario.workload != "queue" && scenario.workload != "txn" {
         return Err(HarnessError::Scenario(format!(
-            "workload `{}` is not available yet (queue is)",
+            "workload `{}` is not available yet (queue and txn are)",
             scenario.workload
         )));
     }
@@ -613,17 +615,21 @@ pub async fn run(
         spec.nodes.unwrap_or_else(|| kind.recipe().default_nodes())
     ));
     let deployment = DockerDeployment::launch(&dockerc, spec).await?;
-    let result = drive(
-        scenario,
-        exe,
-        &deployment,
-        &dir,
-        time,
-        &settings,
-        &progress,
-        started,
-    )
-    .await;
+    let result = if scenario.workload == "txn" {
+        txn::drive_txn(scenario, &deployment, &dir, time, &progress, started).await
+    } else {
+        drive(
+            scenario,
+            exe,
+            &deployment,
+            &dir,
+            time,
+            &settings,
+            &progress,
+            started,
+        )
+        .await
+    };
     progress("tearing down...");
     let _ = deployment.collect_logs(&dir.join("nodes")).await;
     let teardown = deployment.teardown().await;

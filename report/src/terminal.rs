@@ -1,5 +1,5 @@
 //! The terminal summary: the verdict per guarantee and the count per anomaly.
-use gauntlet_checkers::{AnomalyKind, Guarantee, Status, Verdict};
+use gauntlet_checkers::{Guarantee, Status, Verdict};
 use std::fmt::Write;
 use tabled::builder::Builder;
 use tabled::settings::Style;
