@@ -97,8 +97,9 @@ fn record(rec: &Recorder, e: Event) -> u64 {
 
 /// Creates both topics (retrying while a fresh broker starts).
 pub async fn setup(bootstrap: &str, partitions: i32) -> Result<(), ClientError> {
-    let admin: AdminClient<DefaultClientContext> =
-        base(bootstrap).create().map_err(|e| setup_err("admin", e))?;
+    let admin: AdminClient<DefaultClientContext> = base(bootstrap)
+        .create()
+        .map_err(|e| setup_err("admin", e))?;
     let opts = AdminOptions::new().operation_timeout(Some(OP_TIMEOUT));
     let start = Instant::now();
     for t in [INPUT, OUTPUT] {
@@ -152,7 +153,10 @@ async fn seeder(
         );
         let payload = body(&key, value);
         let r = producer
-            .send(FutureRecord::to(INPUT).key(&key).payload(&payload), Duration::from_secs(5))
+            .send(
+                FutureRecord::to(INPUT).key(&key).payload(&payload),
+                Duration::from_secs(5),
+            )
             .await;
         match r {
             Ok(d) => {
@@ -252,7 +256,10 @@ async fn transformer(
             Event::new(Actor::Client(p), OpType::Invoke, "txn").value(json!([{"f": "poll"}])),
         );
         if let Err(e) = c.producer.begin_transaction() {
-            record(&rec, Event::new(Actor::Client(p), OpType::Fail, "txn").error(e.to_string()));
+            record(
+                &rec,
+                Event::new(Actor::Client(p), OpType::Fail, "txn").error(e.to_string()),
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }
@@ -282,7 +289,10 @@ async fn transformer(
             let payload = body(k, value);
             match c
                 .producer
-                .send(FutureRecord::to(OUTPUT).key(k).payload(&payload), Duration::from_secs(5))
+                .send(
+                    FutureRecord::to(OUTPUT).key(k).payload(&payload),
+                    Duration::from_secs(5),
+                )
                 .await
             {
                 Ok(d) => mops.push(json!({"f": "send", "key": k, "value": value,
@@ -335,7 +345,9 @@ async fn transformer(
                             m
                         },
                     ) {
-                        let _ = c.consumer.seek(INPUT, part, Offset::Offset(off), OP_TIMEOUT);
+                        let _ = c
+                            .consumer
+                            .seek(INPUT, part, Offset::Offset(off), OP_TIMEOUT);
                     }
                     (
                         OpType::Fail,
@@ -403,7 +415,7 @@ async fn drain(bootstrap: &str, rec: &Recorder, cfg: &TxnConfig) -> Result<u64, 
     let mut got = 0;
     let mut empty = 0;
     while start.elapsed() < cfg.drain_patience && empty < 10 {
-        record(&rec, Event::new(Actor::Client(p), OpType::Invoke, "poll"));
+        record(rec, Event::new(Actor::Client(p), OpType::Invoke, "poll"));
         let mut batch = Vec::new();
         let mut wait = Duration::from_millis(500);
         while batch.len() < 100 {
@@ -420,7 +432,7 @@ async fn drain(bootstrap: &str, rec: &Recorder, cfg: &TxnConfig) -> Result<u64, 
         empty = if batch.is_empty() { empty + 1 } else { 0 };
         got += batch.len() as u64;
         record(
-            &rec,
+            rec,
             Event::new(Actor::Client(p), OpType::Ok, "poll").value(Value::Array(batch)),
         );
     }

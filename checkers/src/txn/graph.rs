@@ -157,7 +157,7 @@ pub fn cycle_through(
     let mut end: Option<(u32, u8, u8, u8)> = None; // (last node, its state, kind into a, final state)
     'bfs: while let Some((v, st)) = queue.pop_front() {
         pops += 1;
-        if pops % 4096 == 0 && Instant::now() > deadline {
+        if pops.is_multiple_of(4096) && Instant::now() > deadline {
             return Err(Timeout);
         }
         let nb = g.neighbors_slice(v);
@@ -196,10 +196,7 @@ pub fn cycle_through(
     };
     let mut steps = vec![(last, a, k_last)];
     let (mut v, mut st) = (last, last_st);
-    loop {
-        let Some(&(p, pst, k)) = prev.get(&(v, st)) else {
-            break;
-        };
+    while let Some(&(p, pst, k)) = prev.get(&(v, st)) {
         steps.push((p, v, k));
         if p == a && v == b && k == k0 && pst == 0 {
             break;

@@ -10,3 +10,4 @@
 //! add a module per scenario family.
 mod basics;
 mod common;
+mod txn;
