@@ -216,6 +216,18 @@ fn msg_json(topic: &str, key: &str, value: i64, partition: i32, offset: i64) -> 
     json!({"key": key, "value": value, "topic": topic, "partition": partition, "offset": offset})
 }
 
+/// Runs one of librdkafka's blocking transactional calls off the async workers.
+async fn blocking<F>(producer: &FutureProducer, f: F) -> rdkafka::error::KafkaResult<()>
+where
+    F: FnOnce(&FutureProducer) -> rdkafka::error::KafkaResult<()> + Send + 'static,
+{
+    let p = producer.clone();
+    match tokio::task::spawn_blocking(move || f(&p)).await {
+        Ok(r) => r,
+        Err(_) => Err(rdkafka::error::KafkaError::Canceled),
+    }
+}
+
 enum End {
     Commit,
     Abort,
@@ -243,9 +255,12 @@ async fn transformer(
         }
         let c = match cl.take() {
             Some(c) => c,
-            None => match clients(&bootstrap, id) {
-                Ok(c) => c,
-                Err(_) => {
+            None => match {
+                let b = bootstrap.clone();
+                tokio::task::spawn_blocking(move || clients(&b, id)).await
+            } {
+                Ok(Ok(c)) => c,
+                _ => {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     continue;
                 }
@@ -255,7 +270,7 @@ async fn transformer(
             &rec,
             Event::new(Actor::Client(p), OpType::Invoke, "txn").value(json!([{"f": "poll"}])),
         );
-        if let Err(e) = c.producer.begin_transaction() {
+        if let Err(e) = blocking(&c.producer, |p| p.begin_transaction()).await {
             record(
                 &rec,
                 Event::new(Actor::Client(p), OpType::Fail, "txn").error(e.to_string()),
@@ -323,7 +338,8 @@ async fn transformer(
         let outcome: (OpType, Option<String>) = match end {
             End::Crash => {
                 // The client goes away mid-transaction: nothing is committed or aborted by it.
-                drop(c);
+                // Destroying a client may block (it flushes): not on an async worker.
+                tokio::task::spawn_blocking(move || drop(c));
                 record(
                     &rec,
                     Event::new(Actor::Client(p), OpType::Info, "txn")
@@ -334,7 +350,7 @@ async fn transformer(
                 p = rec.new_process();
                 continue;
             }
-            End::Abort => match c.producer.abort_transaction(OP_TIMEOUT) {
+            End::Abort => match blocking(&c.producer, |p| p.abort_transaction(OP_TIMEOUT)).await {
                 Ok(()) => {
                     // The consumer's position moved past the batch: go back to it.
                     for (part, off) in reads.iter().map(|r| (r.2, r.3)).fold(
@@ -358,19 +374,22 @@ async fn transformer(
             },
             End::Commit => {
                 let meta = c.consumer.group_metadata();
-                let sent: Result<(), String> = match (&meta, offsets.is_empty()) {
+                let sent: Result<(), String> = match (meta, offsets.is_empty()) {
                     (_, true) => Ok(()),
-                    (Some(m), false) => c
-                        .producer
-                        .send_offsets_to_transaction(&tpl, m, OP_TIMEOUT)
-                        .map_err(|e| format!("send_offsets_to_transaction: {e}")),
+                    (Some(m), false) => blocking(&c.producer, move |p| {
+                        p.send_offsets_to_transaction(&tpl, &m, OP_TIMEOUT)
+                    })
+                    .await
+                    .map_err(|e| format!("send_offsets_to_transaction: {e}")),
                     (None, false) => Err("no consumer group metadata".into()),
                 };
-                match sent.and_then(|()| {
-                    c.producer
-                        .commit_transaction(OP_TIMEOUT)
-                        .map_err(|e| format!("commit: {e}"))
-                }) {
+                let committed = match sent {
+                    Ok(()) => blocking(&c.producer, |p| p.commit_transaction(OP_TIMEOUT))
+                        .await
+                        .map_err(|e| format!("commit: {e}")),
+                    Err(e) => Err(e),
+                };
+                match committed {
                     Ok(()) => (OpType::Ok, None),
                     Err(e) => (OpType::Info, Some(e)),
                 }
@@ -389,7 +408,8 @@ async fn transformer(
             }
         }
         if outcome.0 == OpType::Info {
-            drop(c);
+            // Destroying a client may block (it flushes): not on an async worker.
+            tokio::task::spawn_blocking(move || drop(c));
             p = rec.new_process();
         } else {
             cl = Some(c);
