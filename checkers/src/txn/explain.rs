@@ -98,7 +98,7 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
                     data["value"] = json!(v.values[p1]);
                     data["value_next"] = json!(v.values[p2]);
                     format!(
-                        "{an} sent {} to {} and {bn} sent {}, the next version of it a transaction wrote (ww)",
+                        "{an} sent {} to {} and {bn} sent {}, the next version there (ww)",
                         v.values[p1],
                         obj_name(cx, v.obj[p1]),
                         v.values[p2]
