@@ -244,10 +244,17 @@ fn three_sends() -> H {
 #[test]
 fn poll_skip() {
     let mut h = three_sends();
-    h.poll(5, vec![msg("x", 0, 0, 0)]);
-    h.poll(5, vec![msg("x", 2, 0, 2)]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 0, 0, 0)])]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 2, 0, 2)])]);
     let v = h.verdict();
-    assert_txn(&v, &[(AnomalyKind::PollSkip, 1)]);
+    // The first poll read 0 though 1 and 2 were committed before it began: a stale read too.
+    assert_txn(
+        &v,
+        &[
+            (AnomalyKind::PollSkip, 1),
+            (AnomalyKind::GSingleRealtime, 1),
+        ],
+    );
     assert_eq!(
         v.anomalies[&AnomalyKind::PollSkip].examples[0]["skipped"],
         json!([1])
@@ -260,19 +267,26 @@ fn poll_skip() {
 #[test]
 fn poll_skip_forgiven_after_assign() {
     let mut h = three_sends();
-    h.poll(5, vec![msg("x", 0, 0, 0)]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 0, 0, 0)])]);
     h.push(5, "invoke", "assign", Some(json!([0])));
     h.push(5, "ok", "assign", Some(json!([0])));
-    h.poll(5, vec![msg("x", 2, 0, 2)]);
-    assert_txn(&h.verdict(), &[]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 2, 0, 2)])]);
+    assert_txn(&h.verdict(), &[(AnomalyKind::GSingleRealtime, 1)]);
 }
 
 #[test]
 fn nonmonotonic_poll() {
     let mut h = three_sends();
-    h.poll(5, vec![msg("x", 1, 0, 1)]);
-    h.poll(5, vec![msg("x", 0, 0, 0)]);
-    assert_txn(&h.verdict(), &[(AnomalyKind::NonmonotonicPoll, 1)]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 1, 0, 1)])]);
+    h.txn(5, "ok", vec![poll(vec![msg("x", 0, 0, 0)])]);
+    // Both polls are stale reads; they form one strongly connected component.
+    assert_txn(
+        &h.verdict(),
+        &[
+            (AnomalyKind::NonmonotonicPoll, 1),
+            (AnomalyKind::GSingleRealtime, 1),
+        ],
+    );
 }
 
 #[test]

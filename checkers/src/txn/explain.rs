@@ -36,7 +36,6 @@ pub(crate) fn item_json(cx: &Ctx<'_>, i: u32) -> Value {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
-        Source::Poll(_) => "poll",
     };
     json!({
         "f": f,
@@ -52,7 +51,6 @@ fn item_text(cx: &Ctx<'_>, i: u32) -> String {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
-        Source::Poll(_) => "poll",
     };
     let done = if it.complete == NO_OP {
         "never completed".to_string()

@@ -8,7 +8,7 @@ use super::spec::{accepts, step, Spec, KINDS};
 use gauntlet_history::model::NONE;
 use petgraph::csr::Csr;
 use petgraph::Directed;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -142,6 +142,36 @@ pub fn cycle_through(
     k0: u8,
     deadline: Instant,
 ) -> Result<Option<Vec<Step>>, Timeout> {
+    // The search over (vertex, state) finds the shortest closed walk of the
+    // class; a walk that passes a vertex twice is no cycle, so then search
+    // again visiting each vertex once (and keep the result only if the class accepts it).
+    if let Some(steps) = walk_through(g, spec, comp, c, a, b, k0, deadline, false)? {
+        if simple(&steps) {
+            return Ok(Some(steps));
+        }
+        return Ok(walk_through(g, spec, comp, c, a, b, k0, deadline, true)?.filter(|s| simple(s)));
+    }
+    Ok(None)
+}
+
+fn simple(steps: &[Step]) -> bool {
+    let mut seen: Vec<u32> = steps.iter().map(|s| s.0).collect();
+    seen.sort_unstable();
+    seen.windows(2).all(|w| w[0] != w[1])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_through(
+    g: &Graph,
+    spec: &Spec,
+    comp: &[u32],
+    c: u32,
+    a: u32,
+    b: u32,
+    k0: u8,
+    deadline: Instant,
+    once: bool,
+) -> Result<Option<Vec<Step>>, Timeout> {
     if Instant::now() > deadline {
         return Err(Timeout);
     }
@@ -151,6 +181,7 @@ pub fn cycle_through(
     // (node, state) -> (previous node, previous state, kind of the edge taken)
     let mut prev: FxHashMap<(u32, u8), (u32, u8, u8)> = FxHashMap::default();
     let mut queue: VecDeque<(u32, u8)> = VecDeque::new();
+    let mut seen: FxHashSet<u32> = FxHashSet::default();
     prev.insert((b, st0), (a, 0, k0));
     queue.push_back((b, st0));
     let mut pops = 0u64;
@@ -182,6 +213,9 @@ pub fn cycle_through(
                         end = Some((v, st, k, st2));
                         break 'bfs;
                     }
+                    continue;
+                }
+                if once && (w == b || !seen.insert(w)) {
                     continue;
                 }
                 if let std::collections::hash_map::Entry::Vacant(e) = prev.entry((w, st2)) {
