@@ -255,16 +255,18 @@ async fn transformer(
         }
         let c = match cl.take() {
             Some(c) => c,
-            None => match {
+            None => {
+                // Creating the clients blocks (init_transactions): not on an async worker.
                 let b = bootstrap.clone();
-                tokio::task::spawn_blocking(move || clients(&b, id)).await
-            } {
-                Ok(Ok(c)) => c,
-                _ => {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
+                let made = tokio::task::spawn_blocking(move || clients(&b, id)).await;
+                match made {
+                    Ok(Ok(c)) => c,
+                    _ => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
                 }
-            },
+            }
         };
         record(
             &rec,
