@@ -16,6 +16,7 @@ mod radix;
 pub mod stats;
 mod table;
 mod total;
+pub mod txn;
 pub mod verdict;
 
 use std::collections::BTreeMap;
@@ -47,7 +48,18 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
     match g {
         Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite],
         Guarantee::AtLeastOnce => &[A::Lost],
-        Guarantee::ExactlyOnce => &[A::Redelivered, A::DuplicateWrite, A::Lost],
+        Guarantee::ExactlyOnce => &[
+            A::Redelivered,
+            A::DuplicateWrite,
+            A::Lost,
+            A::AbortedRead,
+            A::G0,
+            A::G1b,
+            A::G1c,
+            A::GSingle,
+            A::G2,
+            A::PrecommittedRead,
+        ],
         Guarantee::ProducerOrder => &[A::ProducerOrder],
         Guarantee::KeyOrder => &[A::KeyOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
@@ -57,6 +69,16 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
 
 /// Judges a history.
 pub fn check(h: &History, opts: &CheckOptions) -> Verdict {
+    check_with_budget(h, opts, txn::DEFAULT_BUDGET)
+}
+
+/// Judges a history; the transaction cycle search may take `txn_budget`
+/// (past it, what it could not decide is `unknown`).
+pub fn check_with_budget(
+    h: &History,
+    opts: &CheckOptions,
+    txn_budget: std::time::Duration,
+) -> Verdict {
     let max = opts.max_examples;
     let (index, del) = delivery::check(h, max);
     let ord = order::check(h, &index, max);
@@ -91,6 +113,15 @@ pub fn check(h: &History, opts: &CheckOptions) -> Verdict {
     ] {
         anomalies.insert(kind, found.into_anomaly());
     }
+    let mut txn_unknown = false;
+    if !h.txns.is_empty() {
+        let t = txn::check(h, max, txn_budget);
+        for (kind, found) in t.found {
+            anomalies.insert(kind, found.into_anomaly());
+        }
+        warnings.extend(t.warnings);
+        txn_unknown = t.unknown;
+    }
     let count = |k: AnomalyKind| anomalies.get(&k).map_or(0, |a: &Anomaly| a.count);
     let nothing_delivered = h.deliveries.is_empty();
     let mut guarantees = BTreeMap::new();
@@ -98,7 +129,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Verdict {
         let violated = breaks(g).iter().any(|&k| count(k) > 0);
         let unknown = match g {
             Guarantee::AtMostOnce => false,
-            Guarantee::AtLeastOnce | Guarantee::ExactlyOnce => count(AnomalyKind::Unseen) > 0,
+            Guarantee::AtLeastOnce => count(AnomalyKind::Unseen) > 0,
+            Guarantee::ExactlyOnce => count(AnomalyKind::Unseen) > 0 || txn_unknown,
             Guarantee::PartitionOrder => !ord.has_offsets,
             Guarantee::TotalOrder => {
                 nothing_delivered || (tot.bounded && count(AnomalyKind::TotalOrder) == 0)

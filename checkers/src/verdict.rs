@@ -147,9 +147,56 @@ pub enum AnomalyKind {
     PartitionOrder,
     TotalOrder,
     InconsistentOffsets,
+    // Transaction anomalies (extension): present in a verdict only when the history has `txn` ops.
+    #[serde(rename = "G0")]
+    G0,
+    #[serde(rename = "G1b")]
+    G1b,
+    #[serde(rename = "G1c")]
+    G1c,
+    #[serde(rename = "G-single")]
+    GSingle,
+    #[serde(rename = "G2")]
+    G2,
+    #[serde(rename = "G0-realtime")]
+    G0Realtime,
+    #[serde(rename = "G1c-realtime")]
+    G1cRealtime,
+    #[serde(rename = "G-single-realtime")]
+    GSingleRealtime,
+    #[serde(rename = "G2-realtime")]
+    G2Realtime,
+    PrecommittedRead,
+    PollSkip,
+    NonmonotonicPoll,
+    NonmonotonicSend,
+    IntPollSkip,
+    IntNonmonotonicPoll,
+    IntSendSkip,
+    IntNonmonotonicSend,
 }
 
 impl AnomalyKind {
+    /// The transaction anomalies (extension), in the order reports list them.
+    pub const TXN: [AnomalyKind; 17] = [
+        AnomalyKind::G0,
+        AnomalyKind::G1b,
+        AnomalyKind::G1c,
+        AnomalyKind::GSingle,
+        AnomalyKind::G2,
+        AnomalyKind::G0Realtime,
+        AnomalyKind::G1cRealtime,
+        AnomalyKind::GSingleRealtime,
+        AnomalyKind::G2Realtime,
+        AnomalyKind::PrecommittedRead,
+        AnomalyKind::PollSkip,
+        AnomalyKind::NonmonotonicPoll,
+        AnomalyKind::NonmonotonicSend,
+        AnomalyKind::IntPollSkip,
+        AnomalyKind::IntNonmonotonicPoll,
+        AnomalyKind::IntSendSkip,
+        AnomalyKind::IntNonmonotonicSend,
+    ];
     pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::Lost,
         AnomalyKind::Unseen,
@@ -180,6 +227,23 @@ impl AnomalyKind {
             AnomalyKind::PartitionOrder => "partition-order",
             AnomalyKind::TotalOrder => "total-order",
             AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
+            AnomalyKind::G0 => "G0",
+            AnomalyKind::G1b => "G1b",
+            AnomalyKind::G1c => "G1c",
+            AnomalyKind::GSingle => "G-single",
+            AnomalyKind::G2 => "G2",
+            AnomalyKind::G0Realtime => "G0-realtime",
+            AnomalyKind::G1cRealtime => "G1c-realtime",
+            AnomalyKind::GSingleRealtime => "G-single-realtime",
+            AnomalyKind::G2Realtime => "G2-realtime",
+            AnomalyKind::PrecommittedRead => "precommitted-read",
+            AnomalyKind::PollSkip => "poll-skip",
+            AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
+            AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::IntPollSkip => "int-poll-skip",
+            AnomalyKind::IntNonmonotonicPoll => "int-nonmonotonic-poll",
+            AnomalyKind::IntSendSkip => "int-send-skip",
+            AnomalyKind::IntNonmonotonicSend => "int-nonmonotonic-send",
         }
     }
     /// What `count` counts.
@@ -191,6 +255,23 @@ impl AnomalyKind {
             AnomalyKind::PartitionOrder => "partitions",
             AnomalyKind::TotalOrder => "message pairs",
             AnomalyKind::InconsistentOffsets => "positions",
+            AnomalyKind::G0
+            | AnomalyKind::G1c
+            | AnomalyKind::GSingle
+            | AnomalyKind::G2
+            | AnomalyKind::G0Realtime
+            | AnomalyKind::G1cRealtime
+            | AnomalyKind::GSingleRealtime
+            | AnomalyKind::G2Realtime => "cycles",
+            AnomalyKind::G1b => "reads",
+            AnomalyKind::PrecommittedRead => "transactions",
+            AnomalyKind::PollSkip
+            | AnomalyKind::NonmonotonicPoll
+            | AnomalyKind::NonmonotonicSend
+            | AnomalyKind::IntPollSkip
+            | AnomalyKind::IntNonmonotonicPoll
+            | AnomalyKind::IntSendSkip
+            | AnomalyKind::IntNonmonotonicSend => "cases",
             _ => "messages",
         }
     }
@@ -280,5 +361,16 @@ impl Verdict {
     }
     pub fn status(&self, g: Guarantee) -> Status {
         self.guarantees.get(&g).copied().unwrap_or(Status::Unknown)
+    }
+    /// The anomaly types to show: the thirteen of the contract, then the
+    /// transaction anomalies where the verdict has them.
+    pub fn kinds(&self) -> Vec<AnomalyKind> {
+        let mut out = AnomalyKind::ALL.to_vec();
+        out.extend(
+            AnomalyKind::TXN
+                .iter()
+                .filter(|k| self.anomalies.contains_key(k)),
+        );
+        out
     }
 }

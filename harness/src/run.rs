@@ -172,6 +172,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+mod txn;
+
 type Pool = Arc<tokio::sync::Mutex<Vec<(String, Worker)>>>;
 
 /// The faults a scenario may inject: its `nemesis` list, or those of its replayed schedule.
@@ -834,7 +836,7 @@ pub async fn run_with(
     let time = scenario.duration()?;
     let expect = scenario.guarantees()?;
     match scenario.workload.as_str() {
-        "queue" => {}
+        "queue" | "txn" => {}
         "log" if kind == BrokerKind::Kafka => {}
         "log" => {
             return Err(HarnessError::Scenario(format!(
@@ -844,7 +846,7 @@ pub async fn run_with(
         }
         other => {
             return Err(HarnessError::Scenario(format!(
-                "workload `{other}` is not available (queue and log are)"
+                "workload `{other}` is not available (queue, log and txn are)"
             )))
         }
     }
@@ -915,20 +917,33 @@ pub async fn run_with(
             p.addrs().join(",")
         ));
     }
-    let result = drive(
-        scenario,
-        exe,
-        &deployment,
-        proxy.as_ref(),
-        &dir,
-        time,
-        &settings,
-        &progress,
-        started,
-        entered,
-        opts,
-    )
-    .await;
+    let result = if scenario.workload == "txn" {
+        txn::drive_txn(
+            scenario,
+            &deployment,
+            proxy.as_ref(),
+            &dir,
+            time,
+            &progress,
+            started,
+        )
+        .await
+    } else {
+        drive(
+            scenario,
+            exe,
+            &deployment,
+            proxy.as_ref(),
+            &dir,
+            time,
+            &settings,
+            &progress,
+            started,
+            entered,
+            opts,
+        )
+        .await
+    };
     progress("tearing down...");
     let _ = deployment.collect_logs(&dir.join("nodes")).await;
     let teardown = deployment.teardown().await;

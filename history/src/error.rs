@@ -39,6 +39,9 @@ pub enum Problem {
     /// Not valid JSON; `column` is 1-based (bytes).
     #[error("column {column}: bad JSON: {what}")]
     Json { column: usize, what: String },
+    /// Not valid EDN, or not a Jepsen op (`column` 0 when it is about the whole form).
+    #[error("column {column}: {what}")]
+    Edn { column: usize, what: String },
     #[error("line is longer than {limit} bytes")]
     LineTooLong { limit: usize },
     #[error("missing field `{0}`")]

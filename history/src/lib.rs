@@ -4,6 +4,7 @@
 //!
 //! Reading never keeps whole ops: [`read_path`] pairs each completion with its
 //! invoke as it goes and keeps a few dozen bytes per message (see [`model`]).
+pub mod edn;
 pub mod error;
 mod fast;
 pub mod gen;
@@ -11,6 +12,7 @@ pub mod json;
 pub mod model;
 pub mod op;
 pub mod reader;
+pub mod txngen;
 pub mod writer;
 
 pub use error::{HistoryError, Problem};

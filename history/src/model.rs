@@ -87,6 +87,34 @@ pub struct Reset {
     pub process: u32,
 }
 
+/// One transaction (`f: txn`), kept for the transaction checker only when the history has any.
+#[derive(Debug, Clone)]
+pub struct TxnRec {
+    pub invoke: u64,
+    /// Op index of the completion, or [`NO_OP`].
+    pub complete: u64,
+    pub invoke_time: u64,
+    pub complete_time: u64,
+    /// Dense client id.
+    pub process: u32,
+    pub outcome: Outcome,
+    /// Its micro-ops are `txn_mops[first..first + count]`, in the order the completion lists them.
+    pub first: u32,
+    pub count: u32,
+}
+
+/// One message a transaction sent or read.
+#[derive(Debug, Clone, Copy)]
+pub struct TxnMop {
+    pub value: i64,
+    /// Offset as the completion gives it, or [`NO_OFFSET`].
+    pub offset: i64,
+    pub key: u32,
+    pub partition: u32,
+    /// A send (`true`) or a message polled (`false`).
+    pub send: bool,
+}
+
 /// A fault event, kept for reports and timelines.
 #[derive(Debug, Clone)]
 pub struct NemesisEvent {
@@ -232,6 +260,10 @@ pub struct History {
     pub polls: Vec<Poll>,
     pub resets: Vec<Reset>,
     pub nemesis: Vec<NemesisEvent>,
+    /// Transactions in invoke order (empty when the history has none).
+    pub txns: Vec<TxnRec>,
+    /// The micro-ops of [`History::txns`].
+    pub txn_mops: Vec<TxnMop>,
     /// Op index of the `drain` phase marker.
     pub drain: Option<u64>,
     /// Op index of the `drained` phase marker.
@@ -282,6 +314,11 @@ impl History {
             .get(value)
             .map(|i| &self.sends[i as usize])
     }
+    /// Micro-ops of one transaction.
+    pub fn txn_mops_of(&self, t: &TxnRec) -> &[TxnMop] {
+        let a = t.first as usize;
+        &self.txn_mops[a..a + t.count as usize]
+    }
     /// Deliveries of one poll.
     pub fn poll_deliveries(&self, poll: &Poll) -> &[Delivery] {
         let a = poll.first as usize;
@@ -292,7 +329,8 @@ impl History {
 enum PendingKind {
     Send(u32),
     Poll,
-    Txn(Vec<u32>),
+    /// Its sends, and its index in `History::txns`.
+    Txn(Vec<u32>, u32),
     Other,
 }
 
@@ -579,7 +617,18 @@ impl Builder {
                             sends.push(self.new_send(m, op, process, true)?);
                         }
                     }
-                    PendingKind::Txn(sends)
+                    let txn = u32_of(self.h.txns.len());
+                    self.h.txns.push(TxnRec {
+                        invoke: op.index,
+                        complete: NO_OP,
+                        invoke_time: op.time,
+                        complete_time: 0,
+                        process,
+                        outcome: Outcome::Info,
+                        first: 0,
+                        count: 0,
+                    });
+                    PendingKind::Txn(sends, txn)
                 }
                 (F::Txn, _) => {
                     return Err(Problem::bad("value", "a txn needs a list of micro-ops"))
@@ -643,8 +692,13 @@ impl Builder {
                     self.add_poll(op, p.index, process, ms);
                 }
             }
-            PendingKind::Txn(sends) => {
+            PendingKind::Txn(sends, txn) => {
                 self.h.counts.txns += 1;
+                self.record_txn_mops(txn, &sends, &op.value);
+                let t = &mut self.h.txns[txn as usize];
+                t.complete = op.index;
+                t.complete_time = op.time;
+                t.outcome = outcome;
                 if op.kind == OpType::Ok {
                     self.h.counts.txns_ok += 1;
                 }
@@ -700,10 +754,57 @@ impl Builder {
         Ok(())
     }
 
+    /// Keeps a transaction's micro-ops: the completion's where it lists any, else its invoke's sends.
+    fn record_txn_mops(&mut self, txn: u32, sends: &[u32], value: &Value<'_>) {
+        let first = u32_of(self.h.txn_mops.len());
+        match value {
+            Value::Txn(micro) if !micro.is_empty() => {
+                for mo in micro {
+                    let (ms, send) = match mo {
+                        MicroOp::Send(m) => (std::slice::from_ref(m), true),
+                        MicroOp::Poll(ms) => (&ms[..], false),
+                    };
+                    for m in ms {
+                        let key = self.key_id(m.key.as_deref());
+                        let partition = self.partition_id(m.topic.as_deref(), m.partition);
+                        self.h.txn_mops.push(TxnMop {
+                            value: m.value,
+                            offset: m.offset.unwrap_or(NO_OFFSET),
+                            key,
+                            partition,
+                            send,
+                        });
+                    }
+                }
+            }
+            _ => {
+                for &s in sends {
+                    let s = &self.h.sends[s as usize];
+                    self.h.txn_mops.push(TxnMop {
+                        value: s.value,
+                        offset: NO_OFFSET,
+                        key: s.key,
+                        partition: NONE,
+                        send: true,
+                    });
+                }
+            }
+        }
+        let t = &mut self.h.txns[txn as usize];
+        t.first = first;
+        t.count = u32_of(self.h.txn_mops.len()) - first;
+    }
+
     /// Ends the read: pending invokes count as `info`, deliveries are joined to their sends.
     pub fn finish(mut self) -> History {
-        // Pending sends simply stay Outcome::Info with no completion.
-        self.pending.clear();
+        // Pending sends simply stay Outcome::Info with no completion; a pending
+        // transaction keeps the sends of its invoke.
+        let mut pending: Vec<_> = self.pending.drain(..).flatten().map(|p| p.kind).collect();
+        for kind in pending.drain(..) {
+            if let PendingKind::Txn(sends, txn) = kind {
+                self.record_txn_mops(txn, &sends, &Value::None);
+            }
+        }
         let map = &self.h.send_of_value;
         for d in &mut self.h.deliveries {
             d.send = map.get(d.value).unwrap_or(NONE);

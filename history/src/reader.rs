@@ -10,18 +10,29 @@ use std::path::{Path, PathBuf};
 pub const MAX_LINE: usize = 256 << 20;
 
 /// Reads and checks a history file.
+///
+/// A Jepsen `history.edn` (named `.edn`, or starting like EDN) is read by [`crate::edn`].
 pub fn read_path(path: impl AsRef<Path>) -> Result<History, HistoryError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|source| HistoryError::Io {
+    let mut file = File::open(path).map_err(|source| HistoryError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    read(path, file)
+    let mut head = [0u8; 64];
+    let n = file.read(&mut head).unwrap_or(0);
+    if crate::edn::looks_like(path, &head[..n]) {
+        return crate::edn::read_path(path);
+    }
+    read(path, std::io::Read::chain(&head[..n], file))
 }
 
 /// Reads a history held in memory; `name` stands for the file in errors.
 pub fn read_bytes(name: impl AsRef<Path>, data: &[u8]) -> Result<History, HistoryError> {
-    read(name.as_ref(), data)
+    let name = name.as_ref();
+    if crate::edn::looks_like(name, &data[..data.len().min(64)]) {
+        return crate::edn::read_bytes(name, data);
+    }
+    read(name, data)
 }
 
 /// Reads a history from any reader; `name` stands for the file in errors.

@@ -396,7 +396,7 @@ fn anomaly_role(v: &Verdict, k: AnomalyKind) -> String {
 
 fn anomalies(out: &mut String, v: &Verdict) {
     out.push_str(r#"<section id="anomalies"><h2>Anomalies</h2><p class="note">Counts are distinct values (or the unit given). Examples name ops by their <code>index</code> in the history; open a row to see them.</p><table><tr><th>anomaly</th><th>count</th><th>unit</th><th>role</th><th>by group</th><th>evidence</th></tr>"#);
-    for k in AnomalyKind::ALL {
+    for k in v.kinds() {
         let a = v.anomalies.get(&k);
         let count = a.map_or(0, |a| a.count);
         let groups = a

@@ -64,7 +64,7 @@ pub fn junit_xml(v: &Verdict, name: &str) -> String {
         };
         cases.push(("gauntlet.guarantee", g.name(), o));
     }
-    for k in AnomalyKind::ALL {
+    for k in v.kinds() {
         let count = v.count(k);
         let claimed_broken: Vec<&str> = v
             .expected

@@ -1,5 +1,5 @@
 //! The terminal summary: the verdict per guarantee and the count per anomaly.
-use gauntlet_checkers::{AnomalyKind, Guarantee, Status, Verdict};
+use gauntlet_checkers::{Guarantee, Status, Verdict};
 use std::fmt::Write;
 use tabled::builder::Builder;
 use tabled::settings::Style;
@@ -44,7 +44,7 @@ pub fn summary(v: &Verdict, source: &str) -> String {
     }
     let mut a = Builder::default();
     a.push_record(["anomaly", "count", "unit", "first example (op indices)"]);
-    for kind in AnomalyKind::ALL {
+    for kind in v.kinds() {
         let an = v.anomalies.get(&kind);
         let count = an.map_or(0, |x| x.count);
         let example = an

@@ -8,6 +8,7 @@ pub mod log;
 pub mod queue;
 pub mod recorder;
 pub mod settings;
+pub mod txn;
 
 pub use client::{ClientError, Consumer, Driver, Outcome, Producer, Received, Stored};
 pub use recorder::Recorder;

@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Measure in this process instead of a child (peaks then include earlier sizes).
     #[arg(long)]
     pub in_process: bool,
+    /// Instead: generate a strict serializable transactional history of this
+    /// many transactions (`gauntlet_history::txngen`) and time its check.
+    #[arg(long, value_parser = parse_size)]
+    pub txn: Option<u64>,
     /// Internal: measure one file and print the figures as JSON.
     #[arg(long, hide = true)]
     pub measure: Option<PathBuf>,
@@ -165,6 +169,11 @@ fn measure(path: &Path) -> Result<Value> {
         .iter()
         .map(|k| (k.name().to_string(), json!(v.count(*k))))
         .collect();
+    let txn_counts: serde_json::Map<String, Value> = AnomalyKind::TXN
+        .iter()
+        .filter(|k| v.anomalies.contains_key(k))
+        .map(|k| (k.name().to_string(), json!(v.count(*k))))
+        .collect();
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     Ok(json!({
         "ops": h.counts.ops, "sends": h.sends.len(), "deliveries": h.deliveries.len(),
@@ -172,6 +181,8 @@ fn measure(path: &Path) -> Result<Value> {
         "parse_wall_s": parse_wall, "check_wall_s": check_wall,
         "rss_before": rss_before, "hwm_parse": hwm_parse, "hwm": hwm, "swap": swap,
         "peak_reset": peak_reset, "valid": v.valid.name(), "counts": counts,
+        "txns": h.txns.len(), "txn_counts": txn_counts, "warnings": v.warnings,
+        "exactly_once": v.status(gauntlet_checkers::Guarantee::ExactlyOnce).name(),
     }))
 }
 
@@ -193,6 +204,9 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     }
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
+    if let Some(n) = args.txn {
+        return run_txn(&args, n);
+    }
     let mut rows = Vec::new();
     for &ops in &args.ops {
         let cfg = bench_config(ops, args.seed, args.mode, args.groups);
@@ -327,4 +341,88 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         }
     }
     Ok(if all_ok { 0 } else { 1 })
+}
+
+/// Target of issue 8: a million transactions checked in at most this many seconds.
+const TARGET_TXN_SECONDS: f64 = 5.0;
+
+fn measure_child(path: &Path, in_process: bool) -> Result<Value> {
+    if in_process {
+        return measure(path);
+    }
+    let exe = std::env::current_exe().context("finding the gauntlet binary")?;
+    let out = Command::new(exe)
+        .arg("bench")
+        .arg("--measure")
+        .arg(path)
+        .output()
+        .context("running the measuring child")?;
+    if !out.status.success() {
+        bail!(
+            "measuring {} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    serde_json::from_slice(&out.stdout).context("reading the child's figures")
+}
+
+/// `gauntlet bench --txn N`: the transaction checker on N transactions.
+fn run_txn(args: &BenchArgs, n: u64) -> Result<i32> {
+    use gauntlet_history::txngen::{generate_txns, TxnGenConfig};
+    let cfg = TxnGenConfig {
+        seed: args.seed,
+        txns: n,
+        ..TxnGenConfig::default()
+    };
+    let path = args.dir.join(format!("bench-txn-{n}-s{}.jsonl", args.seed));
+    if !(args.reuse && path.exists()) {
+        eprintln!("bench: generating {} ...", path.display());
+        let t = Instant::now();
+        let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let s = generate_txns(&cfg, BufWriter::with_capacity(1 << 20, file))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "bench: generated {} transactions ({} committed, {} ops) in {:.1} s",
+            s.txns,
+            s.committed,
+            s.ops,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    eprintln!("bench: reading and checking {} ...", path.display());
+    let m = measure_child(&path, args.in_process)?;
+    let txns = f(&m, "txns");
+    let (parse, chk) = (f(&m, "parse_s"), f(&m, "check_s"));
+    let clean = m
+        .get("txn_counts")
+        .and_then(Value::as_object)
+        .is_some_and(|c| c.values().all(|x| x.as_u64() == Some(0)));
+    println!(
+        "{txns:.0} transactions ({:.0} ops, {:.0} MiB file): read {parse:.2} s, check {chk:.2} s (CPU; wall {:.2} s + {:.2} s), {:.0} txns/s checked, {:.0} txns/s read+checked, peak RSS {:.0} MiB ({:.0} B/txn)",
+        f(&m, "ops"),
+        mib(f(&m, "file_bytes")),
+        f(&m, "parse_wall_s"),
+        f(&m, "check_wall_s"),
+        txns / chk,
+        txns / (parse + chk),
+        mib(f(&m, "hwm")),
+        f(&m, "hwm") / txns.max(1.0),
+    );
+    let per_m = (parse + chk) * 1e6 / txns.max(1.0);
+    println!(
+        "  {per_m:.2} s per 1M transactions read+checked ({}; target <= {TARGET_TXN_SECONDS} s); transaction anomalies: {} ({}), exactly-once: {}",
+        if per_m <= TARGET_TXN_SECONDS { "meets" } else { "MISSES" },
+        m.get("txn_counts").unwrap_or(&Value::Null),
+        if clean { "clean, as generated" } else { "NOT CLEAN" },
+        m.get("exactly_once").and_then(Value::as_str).unwrap_or("?"),
+    );
+    if let Some(w) = m
+        .get("warnings")
+        .and_then(Value::as_array)
+        .filter(|w| !w.is_empty())
+    {
+        println!("  warnings: {}", Value::Array(w.clone()));
+    }
+    Ok(if clean { 0 } else { 1 })
 }

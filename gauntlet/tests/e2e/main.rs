@@ -15,3 +15,4 @@ mod log;
 mod matrix;
 mod network;
 mod process;
+mod txn;

@@ -1,0 +1,229 @@
+//! The anomalies that are not cycles: intermediate reads (G1b), reads of a
+//! transaction's own writes (precommitted-read), and Jepsen's Kafka checks
+//! of how a process's polls and sends move through each partition
+//! (`jepsen.tests.kafka`: poll-skip, nonmonotonic-poll, nonmonotonic-send,
+//! int-poll-skip, int-nonmonotonic-poll, int-send-skip, int-nonmonotonic-send).
+use super::explain::{item_json, obj_json};
+use super::{Access, Ctx, Source};
+use crate::found::Found;
+use crate::verdict::AnomalyKind;
+use gauntlet_history::model::{Outcome, NONE};
+use rustc_hash::FxHashMap;
+use serde_json::json;
+
+fn get(found: &mut [(AnomalyKind, Found)], k: AnomalyKind) -> usize {
+    found.iter().position(|(x, _)| *x == k).unwrap_or(0)
+}
+
+/// The values of versions strictly between two places of one object.
+fn between(cx: &Ctx<'_>, p1: u32, p2: u32) -> Vec<i64> {
+    ((p1 + 1)..p2)
+        .take(20)
+        .map(|p| cx.v.values[p as usize])
+        .collect()
+}
+
+/// Consecutive accesses to one object within one item: skips and backward steps.
+fn internal(
+    cx: &Ctx<'_>,
+    i: u32,
+    accs: &[Access],
+    skip: usize,
+    back: usize,
+    found: &mut [(AnomalyKind, Found)],
+) {
+    let mut last: Vec<(u32, u32, i64)> = Vec::new();
+    for a in accs {
+        if a.pos == NONE {
+            continue;
+        }
+        match last.iter_mut().find(|x| x.0 == a.obj) {
+            Some(x) => {
+                let (p1, v1) = (x.1, x.2);
+                let delta = i64::from(cx.v.idx[a.pos as usize]) - i64::from(cx.v.idx[p1 as usize]);
+                if delta > 1 {
+                    found[skip].1.hit(|| {
+                        json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
+                               "values": [v1, a.value], "delta": delta,
+                               "skipped": between(cx, p1, a.pos)})
+                    });
+                } else if delta < 1 {
+                    found[back].1.hit(|| {
+                        json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
+                               "values": [v1, a.value], "delta": delta})
+                    });
+                }
+                x.1 = a.pos;
+                x.2 = a.value;
+            }
+            None => last.push((a.obj, a.pos, a.value)),
+        }
+    }
+}
+
+pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
+    let g1b = get(found, AnomalyKind::G1b);
+    let pre = get(found, AnomalyKind::PrecommittedRead);
+    let ips = get(found, AnomalyKind::IntPollSkip);
+    let inp = get(found, AnomalyKind::IntNonmonotonicPoll);
+    let iss = get(found, AnomalyKind::IntSendSkip);
+    let ins = get(found, AnomalyKind::IntNonmonotonicSend);
+    let ps = get(found, AnomalyKind::PollSkip);
+    let np = get(found, AnomalyKind::NonmonotonicPoll);
+    let ns = get(found, AnomalyKind::NonmonotonicSend);
+    let h = cx.h;
+    let mut resets = h.resets.clone();
+    resets.sort_by_key(|r| r.index);
+    let mut next_reset = 0usize;
+    let mut epoch: FxHashMap<u32, u32> = FxHashMap::default();
+    // (process, object) -> (item, place, value, epoch) of the last committed read.
+    let mut last_read: FxHashMap<(u32, u32), (u32, u32, i64, u32)> = FxHashMap::default();
+    // (process, object) -> (item, place, value) of the last send.
+    let mut last_send: FxHashMap<(u32, u32), (u32, u32, i64)> = FxHashMap::default();
+    let mut firsts: Vec<(u32, u32, i64)> = Vec::new();
+    let mut lasts: Vec<(u32, u32, i64)> = Vec::new();
+    for (ii, it) in cx.items.iter().enumerate() {
+        let i = ii as u32;
+        while next_reset < resets.len() && resets[next_reset].index < it.invoke {
+            *epoch.entry(resets[next_reset].process).or_insert(0) += 1;
+            next_reset += 1;
+        }
+        let reads = cx.reads_of(i);
+        let writes = cx.writes_of(i);
+        internal(cx, i, reads, ips, inp, found);
+        internal(cx, i, writes, iss, ins, found);
+        if let Source::Txn(_) = it.src {
+            if let Some(r) = reads
+                .iter()
+                .find(|r| writes.iter().any(|w| w.value == r.value))
+            {
+                found[pre].1.hit(|| {
+                    json!({"op": item_json(cx, i), "value": r.value, "object": obj_json(cx, r.obj)})
+                });
+            }
+        }
+        // G1b: a committed reader read another transaction's write to an
+        // object, then, in the same op, a version of that object after the
+        // transaction's next write to it, without reading that write.
+        if it.outcome == Outcome::Ok {
+            let mut seen: Vec<(u32, u32)> = Vec::new();
+            for (j, r) in reads.iter().enumerate() {
+                if r.pos == NONE {
+                    continue;
+                }
+                let Some(&t) = cx.writer_of.get(&r.value) else {
+                    continue;
+                };
+                if t == i || !matches!(cx.items[t as usize].src, Source::Txn(_)) {
+                    continue;
+                }
+                if seen.contains(&(t, r.obj)) {
+                    continue;
+                }
+                let tw = cx.writes_of(t);
+                let Some(wi) = tw.iter().position(|w| w.value == r.value) else {
+                    continue;
+                };
+                let Some(later) = tw[wi + 1..]
+                    .iter()
+                    .find(|w| w.obj == r.obj && w.pos != NONE)
+                else {
+                    continue;
+                };
+                let rest = &reads[j + 1..];
+                let read_later = rest.iter().any(|x| x.value == later.value);
+                let past = rest
+                    .iter()
+                    .find(|x| x.obj == r.obj && x.pos != NONE && x.pos > later.pos);
+                if let (false, Some(past)) = (read_later, past) {
+                    seen.push((t, r.obj));
+                    found[g1b].1.hit(|| {
+                        json!({"reader": item_json(cx, i), "writer": item_json(cx, t),
+                               "object": obj_json(cx, r.obj), "read": r.value,
+                               "missed": later.value, "then_read": past.value})
+                    });
+                }
+            }
+        }
+        // poll-skip / nonmonotonic-poll: this op's first read of each object
+        // against the last committed read of it by the same process.
+        let ep = epoch.get(&it.process).copied().unwrap_or(0);
+        firsts.clear();
+        lasts.clear();
+        for r in reads {
+            if r.pos == NONE {
+                continue;
+            }
+            if !firsts.iter().any(|x| x.0 == r.obj) {
+                firsts.push((r.obj, r.pos, r.value));
+            }
+            match lasts.iter_mut().find(|x| x.0 == r.obj) {
+                Some(x) => {
+                    x.1 = r.pos;
+                    x.2 = r.value;
+                }
+                None => lasts.push((r.obj, r.pos, r.value)),
+            }
+        }
+        for &(obj, p2, v2) in &firsts {
+            let Some(&(prev, p1, v1, e)) = last_read.get(&(it.process, obj)) else {
+                continue;
+            };
+            if e != ep {
+                continue;
+            }
+            let delta = i64::from(cx.v.idx[p2 as usize]) - i64::from(cx.v.idx[p1 as usize]);
+            if delta > 1 {
+                found[ps].1.hit(|| {
+                    json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
+                           "values": [v1, v2], "delta": delta, "skipped": between(cx, p1, p2)})
+                });
+            } else if delta < 1 {
+                found[np].1.hit(|| {
+                    json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
+                           "values": [v1, v2], "delta": delta})
+                });
+            }
+        }
+        if it.outcome == Outcome::Ok {
+            for &(obj, p, v) in &lasts {
+                last_read.insert((it.process, obj), (i, p, v, ep));
+            }
+        }
+        // nonmonotonic-send: this op's first send to each object against the
+        // last send to it by the same process.
+        if it.outcome != Outcome::Fail {
+            firsts.clear();
+            lasts.clear();
+            for w in writes {
+                if w.pos == NONE {
+                    continue;
+                }
+                if !firsts.iter().any(|x| x.0 == w.obj) {
+                    firsts.push((w.obj, w.pos, w.value));
+                }
+                match lasts.iter_mut().find(|x| x.0 == w.obj) {
+                    Some(x) => {
+                        x.1 = w.pos;
+                        x.2 = w.value;
+                    }
+                    None => lasts.push((w.obj, w.pos, w.value)),
+                }
+            }
+            for &(obj, p2, v2) in &firsts {
+                if let Some(&(prev, p1, v1)) = last_send.get(&(it.process, obj)) {
+                    let delta = i64::from(cx.v.idx[p2 as usize]) - i64::from(cx.v.idx[p1 as usize]);
+                    if delta < 1 {
+                        found[ns].1.hit(|| {
+                            json!({"ops": [item_json(cx, prev), item_json(cx, i)],
+                                   "object": obj_json(cx, obj), "values": [v1, v2], "delta": delta})
+                        });
+                    }
+                }
+            }
+            for &(obj, p, v) in &lasts {
+                last_send.insert((it.process, obj), (i, p, v));
+            }
+        }
+    }
+}

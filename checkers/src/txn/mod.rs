@@ -1,0 +1,498 @@
+//! Transactions: an Elle-style dependency-graph checker for Kafka-model
+//! histories (consume-transform-produce with `txn` ops), plus Jepsen's Kafka
+//! anomalies where they fit the model. `docs/txn.md` gives every definition
+//! and where it comes from.
+//!
+//! Objects are partitions (`topic`, `partition`); a version of an object is a
+//! value at an offset. The version order of a partition is its offsets in
+//! order, taken from every send completion and every read that gives an
+//! offset (reads of aborted and unknown transactions included, as Jepsen
+//! does: a poll reports the log whatever became of its transaction).
+//! Offsets are made dense (transaction markers and aborted records leave
+//! holes), an offset that held two values is left out (`inconsistent-offsets`
+//! reports it), and a value stored twice keeps its first place.
+//!
+//! The graph's vertices are the history's transactions and bare sends that
+//! took effect: committed, or unknown with a write somebody read. Bare polls
+//! are not vertices: they have no writes, so they lie on no dependency cycle,
+//! and the delivery and order checkers judge them; leaving them out keeps a
+//! big queue history with a few transactions cheap. Edges: ww, wr, rw,
+//! process and realtime (`spec`).
+mod explain;
+mod graph;
+mod kafka;
+pub mod spec;
+
+use crate::found::Found;
+use crate::verdict::AnomalyKind;
+use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET, NO_OP};
+use rustc_hash::FxHashMap;
+use spec::{Spec, ALL, DATA, PROCESS, REALTIME, RW, SPECS, WR, WW};
+use std::time::{Duration, Instant};
+
+/// How long the cycle search may run before it gives up (the verdict then says `unknown`).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
+/// Anchor edges tried per component for a class whose cycle is not certain.
+const ANCHORS: usize = 64;
+
+/// Where an item of the history comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Txn(u32),
+    Send(u32),
+}
+
+/// A transaction, a send or a poll.
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    pub src: Source,
+    pub process: u32,
+    pub invoke: u64,
+    pub complete: u64,
+    pub outcome: Outcome,
+    /// In the graph: committed, or unknown with a write that somebody read.
+    pub node: bool,
+    pub w_first: u32,
+    pub w_count: u32,
+    pub r_first: u32,
+    pub r_count: u32,
+}
+
+/// One message an item sent or read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Access {
+    pub value: i64,
+    /// Partition id, or [`NONE`].
+    pub obj: u32,
+    /// Place in the flat version order, or [`NONE`] when unknown.
+    pub pos: u32,
+}
+
+/// The version orders of all objects, one after the other.
+#[derive(Debug, Default)]
+pub(crate) struct Versions {
+    pub values: Vec<i64>,
+    pub obj: Vec<u32>,
+    /// Dense index of the version within its object.
+    pub idx: Vec<u32>,
+    /// The item in the graph that wrote it, or [`NONE`].
+    pub writer: Vec<u32>,
+    /// The next place of the same object with a writer in the graph, or [`NONE`].
+    pub next: Vec<u32>,
+    pub pos_of: FxHashMap<i64, u32>,
+}
+
+pub(crate) struct Ctx<'a> {
+    pub h: &'a History,
+    pub items: Vec<Item>,
+    pub writes: Vec<Access>,
+    pub reads: Vec<Access>,
+    pub v: Versions,
+    /// Value -> the item in the graph that wrote it.
+    pub writer_of: FxHashMap<i64, u32>,
+}
+
+impl Ctx<'_> {
+    pub fn writes_of(&self, i: u32) -> &[Access] {
+        let it = &self.items[i as usize];
+        &self.writes[it.w_first as usize..(it.w_first + it.w_count) as usize]
+    }
+    pub fn reads_of(&self, i: u32) -> &[Access] {
+        let it = &self.items[i as usize];
+        &self.reads[it.r_first as usize..(it.r_first + it.r_count) as usize]
+    }
+}
+
+/// What the transaction checker found.
+pub(crate) struct Findings {
+    pub found: Vec<(AnomalyKind, Found)>,
+    /// A serializability question stayed open: the search ran out of time or bounds.
+    pub unknown: bool,
+    pub warnings: Vec<String>,
+}
+
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(NONE - 1)
+}
+
+fn build(h: &History) -> Ctx<'_> {
+    let mut delivered = vec![false; h.sends.len()];
+    for d in &h.deliveries {
+        if d.send != NONE {
+            delivered[d.send as usize] = true;
+        }
+    }
+    let was_read = |value: i64| {
+        h.send_of_value
+            .get(value)
+            .is_some_and(|s| delivered[s as usize])
+    };
+    let mut items: Vec<Item> = Vec::new();
+    let mut writes: Vec<Access> = Vec::new();
+    let mut reads: Vec<Access> = Vec::new();
+    let acc = |value: i64, obj: u32| Access {
+        value,
+        obj,
+        pos: NONE,
+    };
+    for (ti, t) in h.txns.iter().enumerate() {
+        let (w_first, r_first) = (u32_of(writes.len()), u32_of(reads.len()));
+        let mut any_read = false;
+        for m in h.txn_mops_of(t) {
+            if m.send {
+                any_read |= was_read(m.value);
+                writes.push(acc(m.value, m.partition));
+            } else {
+                reads.push(acc(m.value, m.partition));
+            }
+        }
+        items.push(Item {
+            src: Source::Txn(u32_of(ti)),
+            process: t.process,
+            invoke: t.invoke,
+            complete: t.complete,
+            outcome: t.outcome,
+            node: t.outcome == Outcome::Ok || (t.outcome == Outcome::Info && any_read),
+            w_first,
+            w_count: u32_of(writes.len()) - w_first,
+            r_first,
+            r_count: u32_of(reads.len()) - r_first,
+        });
+    }
+    for (si, s) in h.sends.iter().enumerate() {
+        if s.in_txn {
+            continue;
+        }
+        let w_first = u32_of(writes.len());
+        writes.push(acc(s.value, s.partition));
+        items.push(Item {
+            src: Source::Send(u32_of(si)),
+            process: s.process,
+            invoke: s.invoke,
+            complete: s.complete,
+            outcome: s.outcome,
+            node: s.outcome == Outcome::Ok || (s.outcome == Outcome::Info && delivered[si]),
+            w_first,
+            w_count: 1,
+            r_first: u32_of(reads.len()),
+            r_count: 0,
+        });
+    }
+    items.sort_by_key(|it| it.invoke);
+
+    // Version orders.
+    let mut entries: Vec<(u32, i64, i64)> = Vec::new();
+    for s in &h.sends {
+        if s.outcome == Outcome::Ok && s.offset != NO_OFFSET && s.partition != NONE {
+            entries.push((s.partition, s.offset, s.value));
+        }
+    }
+    for d in &h.deliveries {
+        if d.offset == NO_OFFSET || d.partition == NONE {
+            continue;
+        }
+        // Most deliveries repeat what their send's completion said.
+        let known = d.send != NONE && {
+            let s = &h.sends[d.send as usize];
+            s.outcome == Outcome::Ok && s.offset == d.offset && s.partition == d.partition
+        };
+        if !known {
+            entries.push((d.partition, d.offset, d.value));
+        }
+    }
+    for t in &h.txns {
+        for m in h.txn_mops_of(t) {
+            if m.offset != NO_OFFSET
+                && m.partition != NONE
+                && (!m.send || t.outcome != Outcome::Fail)
+            {
+                entries.push((m.partition, m.offset, m.value));
+            }
+        }
+    }
+    entries.sort_unstable();
+    entries.dedup();
+    let mut v = Versions::default();
+    let mut i = 0;
+    let mut cur_obj = NONE;
+    let mut idx = 0u32;
+    while i < entries.len() {
+        let (obj, off, value) = entries[i];
+        let mut j = i + 1;
+        while j < entries.len() && entries[j].0 == obj && entries[j].1 == off {
+            j += 1;
+        }
+        if j == i + 1 && !v.pos_of.contains_key(&value) {
+            if obj != cur_obj {
+                cur_obj = obj;
+                idx = 0;
+            }
+            v.pos_of.insert(value, u32_of(v.values.len()));
+            v.values.push(value);
+            v.obj.push(obj);
+            v.idx.push(idx);
+            idx += 1;
+        }
+        i = j;
+    }
+    drop(entries);
+
+    let mut writer_of: FxHashMap<i64, u32> = FxHashMap::default();
+    for (ii, it) in items.iter().enumerate() {
+        for a in &mut writes[it.w_first as usize..(it.w_first + it.w_count) as usize] {
+            if let Some(&p) = v.pos_of.get(&a.value) {
+                a.pos = p;
+                a.obj = v.obj[p as usize];
+            }
+            if it.node {
+                writer_of.insert(a.value, u32_of(ii));
+            }
+        }
+        for a in &mut reads[it.r_first as usize..(it.r_first + it.r_count) as usize] {
+            if let Some(&p) = v.pos_of.get(&a.value) {
+                a.pos = p;
+                a.obj = v.obj[p as usize];
+            }
+        }
+    }
+    v.writer = v
+        .values
+        .iter()
+        .map(|x| writer_of.get(x).copied().unwrap_or(NONE))
+        .collect();
+    v.next = vec![NONE; v.values.len()];
+    let mut following = NONE;
+    for p in (0..v.values.len()).rev() {
+        if p + 1 < v.values.len() && v.obj[p + 1] != v.obj[p] {
+            following = NONE;
+        }
+        v.next[p] = following;
+        if v.writer[p] != NONE {
+            following = u32_of(p);
+        }
+    }
+    Ctx {
+        h,
+        items,
+        writes,
+        reads,
+        v,
+        writer_of,
+    }
+}
+
+/// The edges of the dependency graph.
+fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
+    let v = &cx.v;
+    let mut e: Vec<(u32, u32, u8)> = Vec::new();
+    // ww: each version's writer after the previous version's.
+    let mut prev = NONE;
+    for p in 0..v.values.len() {
+        if p > 0 && v.obj[p - 1] != v.obj[p] {
+            prev = NONE;
+        }
+        let w = v.writer[p];
+        if w != NONE {
+            if prev != NONE && prev != w {
+                e.push((prev, w, WW));
+            }
+            prev = w;
+        }
+    }
+    let mut last: Vec<(u32, u32)> = Vec::new();
+    for (ri, it) in cx.items.iter().enumerate() {
+        if !it.node || it.r_count == 0 {
+            continue;
+        }
+        let r = u32_of(ri);
+        // wr: the writer of every version read.
+        let mut lw = NONE;
+        last.clear();
+        for a in cx.reads_of(r) {
+            if a.pos == NONE {
+                continue;
+            }
+            let w = v.writer[a.pos as usize];
+            if w != NONE && w != r && w != lw {
+                e.push((w, r, WR));
+                lw = w;
+            }
+            match last.iter_mut().find(|x| x.0 == a.obj) {
+                Some(x) => x.1 = x.1.max(a.pos),
+                None => last.push((a.obj, a.pos)),
+            }
+        }
+        // rw: from a transaction's last read of each object to the writer of the next version.
+        if matches!(it.src, Source::Txn(_)) {
+            for &(_, p) in &last {
+                let mut n = v.next[p as usize];
+                while n != NONE && v.writer[n as usize] == r {
+                    n = v.next[n as usize];
+                }
+                if n != NONE {
+                    e.push((r, v.writer[n as usize], RW));
+                }
+            }
+        }
+    }
+    // process: consecutive items of one process.
+    let mut last_of: FxHashMap<u32, u32> = FxHashMap::default();
+    for (i, it) in cx.items.iter().enumerate() {
+        if !it.node {
+            continue;
+        }
+        if let Some(p) = last_of.insert(it.process, u32_of(i)) {
+            e.push((p, u32_of(i), PROCESS));
+        }
+    }
+    // realtime: A completed before B was invoked; only the frontier (no edge implied by two others).
+    let mut events: Vec<(u64, u32, bool)> = Vec::new();
+    for (i, it) in cx.items.iter().enumerate() {
+        if !it.node {
+            continue;
+        }
+        events.push((it.invoke, u32_of(i), false));
+        // An op that ended `info` may take effect any time later: it precedes nothing.
+        if it.complete != NO_OP && it.outcome != Outcome::Info {
+            events.push((it.complete, u32_of(i), true));
+        }
+    }
+    events.sort_unstable();
+    let mut frontier: Vec<u32> = Vec::new();
+    let mut preds: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    for (_, i, done) in events {
+        if done {
+            if let Some(ps) = preds.remove(&i) {
+                frontier.retain(|f| !ps.contains(f));
+            }
+            frontier.push(i);
+        } else {
+            for &f in &frontier {
+                e.push((f, i, REALTIME));
+            }
+            let it = &cx.items[i as usize];
+            if it.complete != NO_OP && it.outcome != Outcome::Info && !frontier.is_empty() {
+                preds.insert(i, frontier.clone());
+            }
+        }
+    }
+    e
+}
+
+/// A cycle found, with its class.
+pub(crate) struct Cycle {
+    pub spec: Spec,
+    pub steps: Vec<graph::Step>,
+}
+
+/// Searches the graph: cycles of every class in [`SPECS`].
+fn search(g: &graph::Graph, deadline: Instant, warnings: &mut Vec<String>) -> (Vec<Cycle>, bool) {
+    let n = g.node_count();
+    let all_active = vec![true; n];
+    let (full, full_n) = graph::scc(g, ALL, &all_active);
+    let mut cycles = Vec::new();
+    let mut unknown = false;
+    if full_n == 0 {
+        return (cycles, unknown);
+    }
+    let in_full: Vec<bool> = full.iter().map(|&c| c != NONE).collect();
+    let (data, data_n) = graph::scc(g, DATA, &in_full);
+    let in_data: Vec<bool> = data.iter().map(|&c| c != NONE).collect();
+    let mut explained = vec![false; data_n as usize];
+    let mut sccs: FxHashMap<u8, (Vec<u32>, u32)> = FxHashMap::default();
+    'specs: for spec in SPECS {
+        let active = if spec.data_only { &in_data } else { &in_full };
+        if spec.data_only && data_n == 0 {
+            continue;
+        }
+        let (comp, ncomp) = sccs
+            .entry(spec.scc)
+            .or_insert_with(|| graph::scc(g, spec.scc, active));
+        let certain = spec.allowed == spec.scc
+            && spec.single == 0
+            && spec.multiple == 0
+            && spec.required & !spec.anchor == 0;
+        let mut tried = vec![0usize; *ncomp as usize];
+        let mut done = vec![false; *ncomp as usize];
+        for a in 0..n as u32 {
+            let c = comp[a as usize];
+            if c == NONE || done[c as usize] {
+                continue;
+            }
+            let nb = g.neighbors_slice(a);
+            let ks = g.edges_slice(a);
+            for (&b, &bits) in nb.iter().zip(ks) {
+                if comp[b as usize] != c || done[c as usize] {
+                    continue;
+                }
+                let anchors = bits & spec.anchor & spec.allowed;
+                for k0 in spec::KINDS {
+                    if anchors & k0 == 0 || done[c as usize] {
+                        continue;
+                    }
+                    if !certain && tried[c as usize] >= ANCHORS {
+                        continue;
+                    }
+                    tried[c as usize] += 1;
+                    match graph::cycle_through(g, &spec, comp, c, a, b, k0, deadline) {
+                        Ok(Some(steps)) => {
+                            done[c as usize] = true;
+                            if spec.data_only {
+                                let d = data[a as usize];
+                                if d != NONE {
+                                    explained[d as usize] = true;
+                                }
+                            }
+                            cycles.push(Cycle { spec, steps });
+                        }
+                        Ok(None) => {}
+                        Err(graph::Timeout) => {
+                            warnings.push(format!(
+                                "txn: the cycle search ran out of its time budget while looking for {}; cycles may be missing",
+                                spec.kind
+                            ));
+                            if spec.data_only {
+                                unknown = true;
+                            }
+                            break 'specs;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let unexplained = explained.iter().filter(|&&x| !x).count();
+    if unexplained > 0 && !unknown {
+        unknown = true;
+        warnings.push(format!(
+            "txn: {unexplained} strongly connected component(s) of the ww/wr/rw graph hold a cycle the bounded search did not pin down"
+        ));
+    }
+    (cycles, unknown)
+}
+
+/// Checks the transactions of a history.
+pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
+    let started = Instant::now();
+    let deadline = started + budget;
+    let cx = build(h);
+    let e = edges(&cx);
+    let g = graph::build(cx.items.len(), e);
+    let mut warnings = Vec::new();
+    let (cycles, unknown) = search(&g, deadline, &mut warnings);
+    let mut found: Vec<(AnomalyKind, Found)> = AnomalyKind::TXN
+        .iter()
+        .map(|&k| (k, Found::new(max)))
+        .collect();
+    for c in &cycles {
+        if let Some((_, f)) = found.iter_mut().find(|(k, _)| *k == c.spec.kind) {
+            f.hit(|| explain::cycle(&cx, c));
+        }
+    }
+    kafka::check(&cx, &mut found);
+    Findings {
+        found,
+        unknown,
+        warnings,
+    }
+}
