@@ -176,14 +176,20 @@ impl<'a> Cursor<'a> {
         have_value.then_some(m)
     }
 
-    fn msgs(&mut self) -> Option<Vec<Msg<'a>>> {
+    /// A JSON array of items read by `item`, in the writer's layout (no white space).
+    #[inline(always)]
+    fn list<T>(
+        &mut self,
+        capacity: usize,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
         self.byte(b'[')?;
-        let mut out = Vec::with_capacity(4);
+        let mut out = Vec::with_capacity(capacity);
         if self.byte(b']').is_some() {
             return Some(out);
         }
         loop {
-            out.push(self.msg()?);
+            out.push(item(self)?);
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
@@ -193,64 +199,43 @@ impl<'a> Cursor<'a> {
                 _ => return None,
             }
         }
+    }
+
+    fn msgs(&mut self) -> Option<Vec<Msg<'a>>> {
+        self.list(4, Self::msg)
     }
 
     fn ints(&mut self) -> Option<Vec<i64>> {
-        self.byte(b'[')?;
-        let mut out = Vec::new();
-        if self.byte(b']').is_some() {
-            return Some(out);
+        self.list(0, Self::int)
+    }
+
+    /// A commit's positions, `{"offset","partition"[,"topic"]}` each.
+    fn position(&mut self) -> Option<Position<'a>> {
+        self.byte(b'{')?;
+        let mut first = true;
+        if !self.key(&mut first, b"\"offset\":") {
+            return None;
         }
-        loop {
-            out.push(self.int()?);
-            match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    return Some(out);
-                }
-                _ => return None,
-            }
+        let offset = self.int()?;
+        if !self.key(&mut first, b"\"partition\":") {
+            return None;
         }
+        let partition = self.int()?;
+        let topic = if self.key(&mut first, b"\"topic\":") {
+            Some(Cow::Borrowed(self.str()?))
+        } else {
+            None
+        };
+        self.byte(b'}')?;
+        Some(Position {
+            topic,
+            partition,
+            offset,
+        })
     }
 
     fn positions(&mut self) -> Option<Vec<Position<'a>>> {
-        self.byte(b'[')?;
-        let mut out = Vec::new();
-        if self.byte(b']').is_some() {
-            return Some(out);
-        }
-        loop {
-            self.byte(b'{')?;
-            let mut first = true;
-            if !self.key(&mut first, b"\"offset\":") {
-                return None;
-            }
-            let offset = self.int()?;
-            if !self.key(&mut first, b"\"partition\":") {
-                return None;
-            }
-            let partition = self.int()?;
-            let topic = if self.key(&mut first, b"\"topic\":") {
-                Some(Cow::Borrowed(self.str()?))
-            } else {
-                None
-            };
-            self.byte(b'}')?;
-            out.push(Position {
-                topic,
-                partition,
-                offset,
-            });
-            match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    return Some(out);
-                }
-                _ => return None,
-            }
-        }
+        self.list(0, Self::position)
     }
 }
 
