@@ -502,35 +502,7 @@ impl Worker<'_> {
 
     /// Whether this consumer has partitions and has read every one to its high watermark.
     fn at_end(&self) -> bool {
-        let Ok(assigned) = self.consumer.assignment() else {
-            return false;
-        };
-        if assigned.count() == 0 {
-            return false;
-        }
-        let position = self.consumer.position().ok();
-        let committed = self.consumer.committed(Duration::from_secs(2)).ok();
-        let offset_in = |tpl: &Option<TopicPartitionList>, p: i32| match tpl
-            .as_ref()
-            .and_then(|t| t.find_partition(TOPIC, p))
-            .map(|e| e.offset())
-        {
-            Some(Offset::Offset(o)) => Some(o),
-            _ => None,
-        };
-        assigned.elements().iter().all(|e| {
-            let p = e.partition();
-            let Ok((low, high)) = self
-                .consumer
-                .fetch_watermarks(TOPIC, p, Duration::from_secs(2))
-            else {
-                return false;
-            };
-            let next = offset_in(&position, p)
-                .or_else(|| offset_in(&committed, p))
-                .unwrap_or(low);
-            next >= high
-        })
+        crate::drivers::kafka::read_to_end(&self.consumer, TOPIC)
     }
 
     /// Every partition of the topic (from the broker's metadata).

@@ -302,35 +302,7 @@ impl KafkaConsumer {
 
     /// Whether this member has partitions and has read every one to its end.
     fn at_end(&self) -> bool {
-        let Ok(assigned) = self.consumer.assignment() else {
-            return false;
-        };
-        if assigned.count() == 0 {
-            return false;
-        }
-        let position = self.consumer.position().ok();
-        let committed = self.consumer.committed(Duration::from_secs(2)).ok();
-        let offset_in = |tpl: &Option<TopicPartitionList>, p: i32| match tpl
-            .as_ref()
-            .and_then(|t| t.find_partition(TOPIC, p))
-            .map(|e| e.offset())
-        {
-            Some(Offset::Offset(o)) => Some(o),
-            _ => None,
-        };
-        assigned.elements().iter().all(|e| {
-            let p = e.partition();
-            let Ok((low, high)) = self
-                .consumer
-                .fetch_watermarks(TOPIC, p, Duration::from_secs(2))
-            else {
-                return false;
-            };
-            let next = offset_in(&position, p)
-                .or_else(|| offset_in(&committed, p))
-                .unwrap_or(low);
-            next >= high
-        })
+        read_to_end(&self.consumer, TOPIC)
     }
 }
 
@@ -379,4 +351,39 @@ impl Consumer for KafkaConsumer {
     fn acks(&self) -> bool {
         self.manual_ack
     }
+}
+
+/// Whether `consumer` has partitions of `topic` and has read every one to its high
+/// watermark (its position, else its committed offset, else the low watermark).
+pub(crate) fn read_to_end<C, X>(consumer: &C, topic: &str) -> bool
+where
+    C: rdkafka::consumer::Consumer<X>,
+    X: rdkafka::consumer::ConsumerContext,
+{
+    let Ok(assigned) = consumer.assignment() else {
+        return false;
+    };
+    if assigned.count() == 0 {
+        return false;
+    }
+    let position = consumer.position().ok();
+    let committed = consumer.committed(Duration::from_secs(2)).ok();
+    let offset_in = |tpl: &Option<TopicPartitionList>, p: i32| match tpl
+        .as_ref()
+        .and_then(|t| t.find_partition(topic, p))
+        .map(|e| e.offset())
+    {
+        Some(Offset::Offset(o)) => Some(o),
+        _ => None,
+    };
+    assigned.elements().iter().all(|e| {
+        let p = e.partition();
+        let Ok((low, high)) = consumer.fetch_watermarks(topic, p, Duration::from_secs(2)) else {
+            return false;
+        };
+        let next = offset_in(&position, p)
+            .or_else(|| offset_in(&committed, p))
+            .unwrap_or(low);
+        next >= high
+    })
 }
