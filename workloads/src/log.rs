@@ -32,14 +32,13 @@ use crate::drivers::kafka::classify;
 use crate::queue::{WireEvent, STALLED, STALL_AFTER_ACK, STALL_BEFORE_ACK};
 use crate::settings::{AckPoint, Resolved};
 use async_trait::async_trait;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer as _, ConsumerContext, Rebalance, StreamConsumer,
 };
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -170,21 +169,7 @@ impl Driver for LogDriver {
             self.partitions,
             TopicReplication::Fixed(self.replication),
         );
-        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-        let start = Instant::now();
-        loop {
-            let last = match admin.create_topics([&topic], &opts).await {
-                Ok(results) => match results.into_iter().find_map(Result::err) {
-                    None | Some((_, RDKafkaErrorCode::TopicAlreadyExists)) => return Ok(()),
-                    Some((t, code)) => format!("create topic {t}: {code:?}"),
-                },
-                Err(e) => format!("create topic {TOPIC}: {e}"),
-            };
-            if start.elapsed() >= Duration::from_secs(30) {
-                return Err(setup_err("setup", last));
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        crate::drivers::kafka::create_topic(&admin, &topic).await
     }
 
     async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {

@@ -97,6 +97,29 @@ impl Kafka {
     }
 }
 
+/// Creates `topic` (an existing one is fine), retrying for up to 30 s: a fresh
+/// broker may not answer at once.
+pub(crate) async fn create_topic(
+    admin: &AdminClient<DefaultClientContext>,
+    topic: &NewTopic<'_>,
+) -> Result<(), ClientError> {
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let start = Instant::now();
+    loop {
+        let last = match admin.create_topics([topic], &opts).await {
+            Ok(results) => match results.into_iter().find_map(Result::err) {
+                None | Some((_, RDKafkaErrorCode::TopicAlreadyExists)) => return Ok(()),
+                Some((t, code)) => format!("create topic {t}: {code:?}"),
+            },
+            Err(e) => format!("create topic {}: {e}", topic.name),
+        };
+        if start.elapsed() >= Duration::from_secs(30) {
+            return Err(setup_err("setup", last));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 fn setup_err(what: &str, e: impl std::fmt::Display) -> ClientError {
     ClientError::Setup {
         broker: "kafka",
@@ -114,23 +137,8 @@ impl Driver for Kafka {
         let admin: AdminClient<DefaultClientContext> =
             self.config().create().map_err(|e| self.create_err(e))?;
         let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(self.replication));
-        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-        // A fresh broker may not answer at once: retry for a while.
-        let start = Instant::now();
-        loop {
-            let last = match admin.create_topics([&topic], &opts).await {
-                Ok(results) => match results.into_iter().find_map(Result::err) {
-                    None | Some((_, RDKafkaErrorCode::TopicAlreadyExists)) => return Ok(()),
-                    Some((t, code)) => format!("create topic {t}: {code:?}"),
-                },
-                Err(e) => format!("create topic {TOPIC}: {e}"),
-            };
-            if start.elapsed() >= Duration::from_secs(30) {
-                return Err(setup_err("setup", last));
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
         // Groups need no declaration: they come into being when a member joins.
+        create_topic(&admin, &topic).await
     }
 
     async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
