@@ -896,6 +896,10 @@ pub async fn run_with(
     };
     progress(&format!("deploying {} ({} node(s))...", kind, n_nodes));
     let deployment = DockerDeployment::launch(&dockerc, spec).await?;
+    progress(&format!(
+        "{kind} ready after {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
     if let Some(p) = &proxy {
         for link in &p.links {
             let up = deployment
