@@ -33,7 +33,7 @@ pub fn driver_for(
             }
             Ok(Arc::new(d))
         }
-        "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(&first, settings))),
+        "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(addrs, settings))),
         "nats" => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
         "kafka" => Ok(Arc::new(drivers::kafka::Kafka::new(
             addrs, settings, drain,

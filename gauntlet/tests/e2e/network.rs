@@ -141,8 +141,10 @@ fn nats_request_drop_loses_fire_and_forget_sends_only() {
 }
 
 /// The degradations that lose nothing by themselves (latency, jitter, bandwidth,
-/// resets, a client partition, a blackhole) against RabbitMQ with confirms and manual
-/// acks: the run stays valid and each fault is recorded with its start and end.
+/// resets, a client partition, a blackhole) against a 3-node RabbitMQ with confirms
+/// and manual acks, aimed at n3: the clients are spread over the nodes, so the ones
+/// on n3 (producer 2 among them) are hit, and move to another node when their link
+/// is reset; the run stays valid and each fault is recorded with its start and end.
 #[test]
 fn rabbitmq_degraded_links_keep_at_least_once() {
     // A replayed schedule, so that every fault is played once, 1.5 s each.
@@ -157,14 +159,14 @@ fn rabbitmq_degraded_links_keep_at_least_once() {
     let mut schedule = String::from("seed = 5\n");
     for (i, f) in faults.iter().enumerate() {
         schedule.push_str(&format!(
-            "\n[[fault]]\nat_ms = {}\nduration_ms = 1500\nfault = \"{f}\"\ntarget = \"n1\"\npick = 0\n",
+            "\n[[fault]]\nat_ms = {}\nduration_ms = 1500\nfault = \"{f}\"\ntarget = \"n3\"\npick = 0\n",
             1500 + i * 2500
         ));
     }
     let path = results_dir("rabbit-links-schedule").with_extension("toml");
     std::fs::write(&path, schedule).expect("write schedule");
     let toml = format!(
-        "name = \"rabbit-links\"\nbroker = \"rabbitmq\"\nnodes = 1\ntime = \"18s\"\n\
+        "name = \"rabbit-links\"\nbroker = \"rabbitmq\"\nnodes = 3\ntime = \"18s\"\n\
          rate = 50\nseed = 5\nexpect = [\"at-least-once\"]\nreplay = {:?}\n",
         path.display().to_string()
     );
@@ -176,6 +178,16 @@ fn rabbitmq_degraded_links_keep_at_least_once() {
     // (How many succeed overall depends on how fast lapin reconnects: 486 to 900
     // of ~900 measured on a loaded 2-core machine.)
     assert!(sends(&r, "sends_ok") > 200, "{}", r.verdict["stats"]);
+    // Producer 2 starts on n3: `latency:200` on n3's link slows its sends (about
+    // 400 ms measured); a fault on a node no client uses would leave them at ~5 ms.
+    let slowest = r.verdict["stats"]["send_latency_ns"]["max"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        slowest >= 200_000_000,
+        "no send was slowed by the faults on n3: {}",
+        r.verdict["stats"]
+    );
     let last_end = nemesis_events(&r, "blackhole-end")
         .iter()
         .filter_map(|e| e["time"].as_u64())

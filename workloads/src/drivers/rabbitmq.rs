@@ -17,36 +17,76 @@ use std::time::Duration;
 const EXCHANGE: &str = "gauntlet";
 
 pub struct RabbitMq {
-    pub uri: String,
+    /// One AMQP URI per node. A client's home node is `process % nodes`, so the
+    /// clients are spread over the cluster and a fault on any node's link hits some
+    /// of them, as it would in production; on reconnect a client tries its home
+    /// node first, then the others in turn.
+    pub uris: Vec<String>,
+    /// Where this client connects first (an index into `uris`).
+    home: usize,
     pub settings: Resolved,
 }
 
 impl RabbitMq {
-    pub fn new(addr: &str, settings: Resolved) -> Self {
+    pub fn new(addrs: &[String], settings: Resolved) -> Self {
         RabbitMq {
-            uri: format!("amqp://guest:guest@{addr}/%2f"),
+            uris: addrs
+                .iter()
+                .map(|a| format!("amqp://guest:guest@{a}/%2f"))
+                .collect(),
+            home: 0,
             settings,
         }
     }
 
+    /// The same cluster, for the client with this process number.
+    fn for_process(&self, process: u64) -> Self {
+        let n = self.uris.len().max(1) as u64;
+        RabbitMq {
+            uris: self.uris.clone(),
+            home: (process % n) as usize,
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// A connection and channel on the home node, or else the first node that answers.
     async fn channel(&self) -> Result<(Connection, Channel), ClientError> {
-        let err = |e: lapin::Error| ClientError::Connect {
+        let n = self.uris.len();
+        let mut last = ClientError::Connect {
             broker: "rabbitmq",
-            addr: self.uri.clone(),
-            reason: e.to_string(),
+            addr: String::new(),
+            reason: "no node address".into(),
         };
-        let conn = Connection::connect(&self.uri, ConnectionProperties::default())
-            .await
-            .map_err(err)?;
-        let ch = conn.create_channel().await.map_err(err)?;
-        Ok((conn, ch))
-    }
-
-    fn new_uri(uri: &str, settings: Resolved) -> Self {
-        RabbitMq {
-            uri: uri.to_string(),
-            settings,
+        for i in 0..n {
+            let uri = &self.uris[(self.home + i) % n];
+            let err = |e: lapin::Error| ClientError::Connect {
+                broker: "rabbitmq",
+                addr: uri.clone(),
+                reason: e.to_string(),
+            };
+            // A node cut off by a partition drops the handshake: give up on it after a while.
+            let connect = Connection::connect(uri, ConnectionProperties::default());
+            let conn = match tokio::time::timeout(Duration::from_secs(5), connect).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    last = err(e);
+                    continue;
+                }
+                Err(_) => {
+                    last = ClientError::Connect {
+                        broker: "rabbitmq",
+                        addr: uri.clone(),
+                        reason: "no answer within 5s".into(),
+                    };
+                    continue;
+                }
+            };
+            match conn.create_channel().await {
+                Ok(ch) => return Ok((conn, ch)),
+                Err(e) => last = err(e),
+            }
         }
+        Err(last)
     }
 
     /// A channel for publishing, in confirm mode when `confirms` is set.
@@ -122,19 +162,21 @@ impl Driver for RabbitMq {
         Ok(())
     }
 
-    async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
-        let (conn, ch) = self.producer_channel().await?;
+    async fn producer(&self, process: u64) -> Result<Box<dyn Producer>, ClientError> {
+        let driver = self.for_process(process);
+        let (conn, ch) = driver.producer_channel().await?;
         Ok(Box::new(RabbitProducer {
-            driver: RabbitMq::new_uri(&self.uri, self.settings.clone()),
+            driver,
             conn,
             ch,
+            stale: false,
             confirms: self.settings.confirms,
             persistent: self.settings.persistent,
         }))
     }
 
     async fn consumer(&self, group: &str, process: u64) -> Result<Box<dyn Consumer>, ClientError> {
-        let (conn, ch) = self.channel().await?;
+        let (conn, ch) = self.for_process(process).channel().await?;
         ch.basic_qos(64, BasicQosOptions::default())
             .await
             .map_err(|e| setup_err("basic.qos", e))?;
@@ -185,6 +227,9 @@ struct RabbitProducer {
     driver: RabbitMq,
     conn: Connection,
     ch: Channel,
+    /// A publish or confirm timed out: the link may be cut without the connection
+    /// knowing it yet (heartbeats take a minute), so the next send connects again.
+    stale: bool,
     confirms: bool,
     persistent: bool,
 }
@@ -192,9 +237,12 @@ struct RabbitProducer {
 #[async_trait]
 impl Producer for RabbitProducer {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
-        if !self.conn.status().connected() || !self.ch.status().connected() {
+        if self.stale || !self.conn.status().connected() || !self.ch.status().connected() {
             match self.driver.producer_channel().await {
-                Ok((conn, ch)) => (self.conn, self.ch) = (conn, ch),
+                Ok((conn, ch)) => {
+                    (self.conn, self.ch) = (conn, ch);
+                    self.stale = false;
+                }
                 // Definite: no connection, so nothing was published.
                 Err(e) => return Outcome::Fail(e.to_string()),
             }
@@ -214,7 +262,10 @@ impl Producer for RabbitProducer {
         let confirm = match tokio::time::timeout(Duration::from_secs(5), publish).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return classify(e),
-            Err(_) => return Outcome::Info("publish did not complete within 5s".into()),
+            Err(_) => {
+                self.stale = true;
+                return Outcome::Info("publish did not complete within 5s".into());
+            }
         };
         if !self.confirms {
             return Outcome::Ok(Stored::default());
@@ -225,7 +276,10 @@ impl Producer for RabbitProducer {
             // quorum queues it may still have been enqueued on some replicas: unknown.
             Ok(Ok(_)) => Outcome::Info("publisher confirm: nack".into()),
             Ok(Err(e)) => Outcome::Info(e.to_string()),
-            Err(_) => Outcome::Info("no publisher confirm within 10s".into()),
+            Err(_) => {
+                self.stale = true;
+                Outcome::Info("no publisher confirm within 10s".into())
+            }
         }
     }
 }
