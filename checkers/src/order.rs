@@ -35,7 +35,7 @@ impl Positions {
         let mut counts: Vec<u32> = Vec::new();
         for s in &h.sends {
             let next = counts.len() as u32;
-            let pair = *pair_of[s.process as usize].entry(s.key).or_insert(next);
+            let pair = *pair_of[s.producer as usize].entry(s.key).or_insert(next);
             if pair == next {
                 counts.push(0);
             }
@@ -92,7 +92,11 @@ fn msg_json(h: &History, di: u32) -> Value {
         if s.complete != NO_OP {
             v["send_complete"] = json!(s.complete);
         }
-        v["producer"] = json!(h.process_number(s.process));
+        v["producer"] = json!(h.process_number(s.producer));
+        if s.process != s.producer {
+            // A slot of a shared producer client: the producer is named by its first process.
+            v["process"] = json!(h.process_number(s.process));
+        }
         v["position"] = json!(s.position);
     }
     if d.offset != NO_OFFSET {
@@ -221,7 +225,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                 gap.hit(|| {
                     json!({
                         "key": h.key_name(send.key),
-                        "producer": h.process_number(send.process),
+                        "producer": h.process_number(send.producer),
                         "consumer": h.process_number(c),
                         "group": h.group_name(poll.group),
                         "after_position": if last < 0 { Value::Null } else { json!(last) },
@@ -239,13 +243,13 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         }
 
         // Producer order across keys.
-        let ps = by_producer.get_mut(send.process, c, (NONE, NONE));
+        let ps = by_producer.get_mut(send.producer, c, (NONE, NONE));
         if ps.0 != NONE && send.seq < ps.0 {
             let m2 = ps.1;
-            if producers_violated.insert(send.process) {
+            if producers_violated.insert(send.producer) {
                 producer_order.hit(|| {
                     json!({
-                        "producer": h.process_number(send.process),
+                        "producer": h.process_number(send.producer),
                         "consumer": h.process_number(c),
                         "group": h.group_name(poll.group),
                         "received_first": msg_json(h, m2),

@@ -354,6 +354,44 @@ fn key_order_across_producers_is_realtime() {
 }
 
 #[test]
+fn key_order_of_a_shared_producer_client() {
+    // Processes 0 and 1 are two in-flight slots of one producer client (`producer`: 7):
+    // the order that counts is the order of the client's send invocations, even though
+    // the two sends overlap in time. 1 is invoked first, so 2 before 1 is a reorder.
+    let named = |h: &mut H, p: u64, msg: Value| {
+        let v = json!({"key": msg["key"], "value": msg["value"]});
+        let i = h.lines.len();
+        h.lines.push(
+            json!({"index": i, "time": i * 1000, "process": p, "type": "invoke",
+                   "f": "send", "producer": 7, "value": v})
+            .to_string(),
+        );
+    };
+    let mut h = H::default();
+    named(&mut h, 0, m("k", 1));
+    named(&mut h, 1, m("k", 2));
+    h.end_send(1, "ok", m("k", 2)).end_send(0, "ok", m("k", 1));
+    h.poll(5, None, vec![m("k", 2), m("k", 1)]).drained();
+    let v = h.check(&[G::KeyOrder]);
+    assert_counts(
+        &v,
+        &[(A::KeyOrder, 1), (A::ProducerOrder, 1), (A::Gap, 1)],
+    );
+    assert_eq!(v.status(G::KeyOrder), Status::Violated);
+    let ex = &v.anomalies[&A::KeyOrder].examples[0];
+    assert_eq!(ex["sent_first"]["producer"], json!(0), "{ex}");
+    assert_eq!(ex["received_first"]["producer"], json!(0), "{ex}");
+    assert_eq!(ex["received_first"]["process"], json!(1), "{ex}");
+    // Delivered in invoke order: clean.
+    let mut h = H::default();
+    named(&mut h, 0, m("k", 1));
+    named(&mut h, 1, m("k", 2));
+    h.end_send(1, "ok", m("k", 2)).end_send(0, "ok", m("k", 1));
+    h.poll(5, None, vec![m("k", 1), m("k", 2)]).drained();
+    assert_counts(&h.check(&[G::KeyOrder]), &[]);
+}
+
+#[test]
 fn producer_order_across_keys() {
     let mut h = H::default();
     h.send(0, "ok", m("a", 1)).send(0, "ok", m("b", 2));

@@ -599,6 +599,7 @@ fn op(e: &Edn, seq: u64, txn_mode: bool) -> Result<Op<'static>, Problem> {
         kind,
         f,
         group: None,
+        producer: None,
         value,
         error,
     })

@@ -285,6 +285,11 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
     } else {
         None
     };
+    let producer = if c.lit(b",\"producer\":") {
+        Some(c.uint()?)
+    } else {
+        None
+    };
     let value = if c.lit(b",\"value\":") {
         if c.lit(b"null") {
             Value::None
@@ -319,6 +324,7 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
         kind,
         f,
         group,
+        producer,
         value,
         error,
     })
@@ -379,6 +385,7 @@ mod tests {
             r#"{"index":4,"time":120000,"process":4,"type":"ok","f":"poll","value":[]}"#,
             r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"key":"k1","value":1,"partition":0,"offset":0}}"#,
             r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"value":1,"key":"k1","value":2}}"#,
+            r#"{"index":1,"time":91000,"process":3,"type":"invoke","f":"send","producer":1,"value":{"key":"k1","value":1}}"#,
         ] {
             assert!(agree(line.as_bytes()), "{line}");
         }

@@ -41,9 +41,13 @@ pub struct Send {
     pub key: u32,
     /// Dense client id (see [`History::process_number`]).
     pub process: u32,
-    /// This send's place among its process's sends of the same key, in invoke order.
+    /// The producer whose order this send is part of: the process itself, or for a
+    /// send that names its `producer` (several processes sharing one producer
+    /// client), the dense id of the first process that sent for that producer.
+    pub producer: u32,
+    /// This send's place among its producer's sends of the same key, in invoke order.
     pub position: u32,
-    /// This send's place among all its process's sends, in invoke order.
+    /// This send's place among all its producer's sends, in invoke order.
     pub seq: u32,
     pub partition: u32,
     pub id: u32,
@@ -355,6 +359,8 @@ pub struct Builder {
     /// keep theirs in cache, where one map for all would be probed at random.
     positions: Vec<FxHashMap<u32, u32>>,
     seqs: Vec<u32>,
+    /// A send's `producer` number -> the dense id its order is kept under.
+    named_producers: FxHashMap<u64, u32>,
     last_index: Option<u64>,
     last_time: u64,
 }
@@ -455,11 +461,15 @@ impl Builder {
             });
         }
         let key = self.key_id(m.key.as_deref());
-        let pos = self.positions[process as usize].entry(key).or_insert(0);
+        let producer = match op.producer {
+            None => process,
+            Some(p) => *self.named_producers.entry(p).or_insert(process),
+        };
+        let pos = self.positions[producer as usize].entry(key).or_insert(0);
         let position = *pos;
         *pos += 1;
-        let seq = self.seqs[process as usize];
-        self.seqs[process as usize] += 1;
+        let seq = self.seqs[producer as usize];
+        self.seqs[producer as usize] += 1;
         self.h
             .send_of_value
             .insert(m.value, idx, self.h.sends.len());
@@ -472,6 +482,7 @@ impl Builder {
             offset: NO_OFFSET,
             key,
             process,
+            producer,
             position,
             seq,
             partition: NONE,

@@ -4,13 +4,14 @@ use crate::json::{Hint, IntError, JsonError, Kind, Scanner};
 
 // The keys of each object, in the order the writer puts them (the reader tries
 // the one after the last key found first); a key's place in its list is its id.
-const OP_KEYS: [Hint; 8] = [
+const OP_KEYS: [Hint; 9] = [
     Hint::new("index"),
     Hint::new("time"),
     Hint::new("process"),
     Hint::new("type"),
     Hint::new("f"),
     Hint::new("group"),
+    Hint::new("producer"),
     Hint::new("value"),
     Hint::new("error"),
 ];
@@ -20,8 +21,9 @@ const K_PROCESS: usize = 2;
 const K_TYPE: usize = 3;
 const K_F: usize = 4;
 const K_GROUP: usize = 5;
-const K_VALUE: usize = 6;
-const K_ERROR: usize = 7;
+const K_PRODUCER: usize = 6;
+const K_VALUE: usize = 7;
+const K_ERROR: usize = 8;
 
 // Messages and micro-ops: the writer's maps are sorted by key.
 const MSG_KEYS: [Hint; 9] = [
@@ -196,6 +198,9 @@ pub struct Op<'a> {
     pub kind: OpType,
     pub f: F<'a>,
     pub group: Option<Cow<'a, str>>,
+    /// Extension: the logical producer of a send (several processes may share one
+    /// producer client); `None` means the process itself.
+    pub producer: Option<u64>,
     pub value: Value<'a>,
     pub error: Option<Cow<'a, str>>,
 }
@@ -500,6 +505,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut kind = None;
     let mut f: Option<F<'_>> = None;
     let mut group = None;
+    let mut producer = None;
     let mut error = None;
     let mut value: Option<Value<'_>> = None;
     let mut value_at: Option<usize> = None;
@@ -554,6 +560,16 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
                 f = Some(F::from_str(name));
             }
             K_GROUP => group = text(&mut s, "group")?,
+            K_PRODUCER => {
+                producer = match s.kind().map_err(json)? {
+                    Kind::Number => Some(uint(&mut s, "producer")?),
+                    Kind::Null => {
+                        s.null().map_err(json)?;
+                        None
+                    }
+                    _ => return Err(Problem::bad("producer", "expected an integer")),
+                }
+            }
             K_ERROR => {
                 error = match s.kind().map_err(json)? {
                     Kind::String => Some(s.string().map_err(json)?),
@@ -625,6 +641,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
         kind,
         f,
         group,
+        producer,
         value,
         error,
     })

@@ -19,6 +19,9 @@ pub struct Event {
     pub kind: OpType,
     pub f: String,
     pub group: Option<String>,
+    /// Extension: the logical producer of a send invoke, when several processes
+    /// share one producer client (a pipelined producer). Absent: the process.
+    pub producer: Option<u64>,
     pub value: Option<serde_json::Value>,
     pub error: Option<String>,
 }
@@ -30,6 +33,7 @@ impl Event {
             kind,
             f: f.into(),
             group: None,
+            producer: None,
             value: None,
             error: None,
         }
@@ -40,6 +44,10 @@ impl Event {
     }
     pub fn group(mut self, g: impl Into<String>) -> Self {
         self.group = Some(g.into());
+        self
+    }
+    pub fn producer(mut self, p: u64) -> Self {
+        self.producer = Some(p);
         self
     }
     pub fn error(mut self, e: impl Into<String>) -> Self {
@@ -114,6 +122,9 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
     if let Some(g) = &e.group {
         buf.extend_from_slice(b",\"group\":");
         serde_json::to_writer(&mut *buf, g)?;
+    }
+    if let Some(p) = e.producer {
+        write!(buf, ",\"producer\":{p}")?;
     }
     if let Some(v) = &e.value {
         buf.extend_from_slice(b",\"value\":");
