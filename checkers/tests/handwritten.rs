@@ -373,10 +373,7 @@ fn key_order_of_a_shared_producer_client() {
     h.end_send(1, "ok", m("k", 2)).end_send(0, "ok", m("k", 1));
     h.poll(5, None, vec![m("k", 2), m("k", 1)]).drained();
     let v = h.check(&[G::KeyOrder]);
-    assert_counts(
-        &v,
-        &[(A::KeyOrder, 1), (A::ProducerOrder, 1), (A::Gap, 1)],
-    );
+    assert_counts(&v, &[(A::KeyOrder, 1), (A::ProducerOrder, 1), (A::Gap, 1)]);
     assert_eq!(v.status(G::KeyOrder), Status::Violated);
     let ex = &v.anomalies[&A::KeyOrder].examples[0];
     assert_eq!(ex["sent_first"]["producer"], json!(0), "{ex}");

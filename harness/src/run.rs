@@ -850,6 +850,14 @@ pub async fn run_with(
             )))
         }
     }
+    if scenario.queue.pipeline > 1 && (kind != BrokerKind::Kafka || scenario.workload != "queue") {
+        return Err(HarnessError::Scenario(format!(
+            "queue.pipeline = {}: pipelined producers need the queue workload on a \
+             Kafka-protocol broker (its client keeps several sends in flight), not the {} \
+             workload on {}",
+            scenario.queue.pipeline, scenario.workload, scenario.broker
+        )));
+    }
     let settings = scenario.delivery.resolve();
 
     let stamp = timestamp();

@@ -64,7 +64,18 @@ pub enum ClientError {
 #[async_trait]
 pub trait Producer: Send {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored>;
+    /// Hands the message to the client and returns at once, with a future that says
+    /// how the send ended: several sends in flight on one client, in the order they
+    /// were handed over (a pipelined producer). `None`: this client takes one send
+    /// at a time.
+    fn enqueue(&mut self, _key: &str, _value: i64) -> Option<PendingSend> {
+        None
+    }
 }
+
+/// A send handed to a pipelining client, not yet ended.
+pub type PendingSend =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Outcome<Stored>> + Send + 'static>>;
 
 /// Receives messages for one group.
 #[async_trait]

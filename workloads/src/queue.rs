@@ -27,6 +27,11 @@ pub struct QueueConfig {
     pub processing_ms: u64,
     /// Consumer groups (queues, subscriptions); each gets every message.
     pub groups: Vec<String>,
+    /// Sends each producer keeps in flight on its one client. 1: each send waits for
+    /// the one before. More needs a client that pipelines (Kafka): each in-flight
+    /// send is its own process in the history, and every send names its producer,
+    /// whose order is the order of its invocations (seed O1).
+    pub pipeline: usize,
 }
 
 impl Default for QueueConfig {
@@ -38,6 +43,7 @@ impl Default for QueueConfig {
             batch: 16,
             processing_ms: 1,
             groups: vec!["g1".to_string()],
+            pipeline: 1,
         }
     }
 }
@@ -72,7 +78,22 @@ pub async fn run_producers(
 ) -> u64 {
     let mut tasks = Vec::new();
     let per_producer = (rate / cfg.producers.max(1) as f64).max(0.1);
-    for p in 0..cfg.producers {
+    if cfg.pipeline > 1 {
+        for p in 0..cfg.producers {
+            tasks.push(tokio::spawn(pipelined_producer(
+                driver.clone(),
+                recorder.clone(),
+                p as u64,
+                cfg.pipeline,
+                cfg.keys.max(1) as u64,
+                per_producer,
+                Rng::new(seed.wrapping_mul(31).wrapping_add(p as u64)),
+                next_value.clone(),
+                stop.clone(),
+            )));
+        }
+    }
+    for p in 0..cfg.producers * usize::from(cfg.pipeline <= 1) {
         let (driver, recorder, next_value, stop) = (
             driver.clone(),
             recorder.clone(),
@@ -145,6 +166,115 @@ pub async fn run_producers(
     total
 }
 
+fn send_end(actor: Actor, key: &str, value: i64, outcome: &Outcome<Stored>) -> Event {
+    match outcome {
+        Outcome::Ok(s) => Event::new(actor, OpType::Ok, "send").value(stored_json(key, value, s)),
+        Outcome::Fail(e) => Event::new(actor, OpType::Fail, "send")
+            .value(json!({"key": key, "value": value}))
+            .error(e.clone()),
+        Outcome::Info(e) => Event::new(actor, OpType::Info, "send")
+            .value(json!({"key": key, "value": value}))
+            .error(e.clone()),
+    }
+}
+
+/// One producer client with up to `depth` sends in flight. Each in-flight send has
+/// a slot, and each slot is a process of the history (a slot whose send ended
+/// unknown or failed comes back under a new number); every invoke names
+/// `producer`, so the checker orders the producer's sends by invocation across
+/// its slots. Invoke and hand-over to the client happen together in this one task,
+/// so the history's invoke order is the client's order.
+#[allow(clippy::too_many_arguments)]
+async fn pipelined_producer(
+    driver: Arc<dyn Driver>,
+    recorder: Arc<Recorder>,
+    producer_no: u64,
+    depth: usize,
+    keys: u64,
+    rate: f64,
+    mut rng: Rng,
+    next_value: Arc<AtomicI64>,
+    stop: Arc<AtomicBool>,
+) -> u64 {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let mut producer = loop {
+        if stop.load(Ordering::Relaxed) {
+            return 0;
+        }
+        match driver.producer(recorder.new_process()).await {
+            Ok(p) => break p,
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let start = Instant::now();
+    let mut free: Vec<u64> = (0..depth).map(|_| recorder.new_process()).collect();
+    type Ended = (u64, String, i64, Instant, Outcome<Stored>);
+    let mut in_flight: FuturesUnordered<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Ended> + Send>>,
+    > = FuturesUnordered::new();
+    let mut sent = 0u64;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        if stopping && in_flight.is_empty() {
+            break;
+        }
+        let due = start + interval.mul_f64(sent as f64);
+        let can_send = !stopping && !free.is_empty();
+        let wait_due = async {
+            if can_send {
+                tokio::time::sleep_until(due.into()).await
+            } else {
+                // Only a completion (or the stop check below) moves on.
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+        };
+        tokio::select! {
+            Some((process, key, value, began, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                recorder.send_latency(Instant::now().saturating_duration_since(began));
+                IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+                let _ = recorder.record(&send_end(Actor::Client(process), &key, value, &outcome));
+                free.push(match outcome {
+                    Outcome::Ok(_) => process,
+                    // Unknown or failed: that slot comes back under a new process number.
+                    _ => recorder.new_process(),
+                });
+            }
+            _ = wait_due => {
+                if !can_send {
+                    continue;
+                }
+                let Some(process) = free.pop() else { continue };
+                let key = format!("k{}", rng.below(keys));
+                let value = next_value.fetch_add(1, Ordering::Relaxed);
+                let actor = Actor::Client(process);
+                let _ = recorder.record(
+                    &Event::new(actor.clone(), OpType::Invoke, "send")
+                        .producer(producer_no)
+                        .value(json!({"key": key, "value": value})),
+                );
+                IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+                let began = Instant::now();
+                sent += 1;
+                let pending: crate::client::PendingSend = match producer.enqueue(&key, value) {
+                    Some(p) => p,
+                    None => {
+                        let outcome = Outcome::Fail(
+                            "this driver's client does not pipeline sends (queue.pipeline > 1)".into(),
+                        );
+                        Box::pin(async move { outcome })
+                    }
+                };
+                in_flight.push(Box::pin(async move {
+                    let outcome = pending.await;
+                    (process, key, value, began, outcome)
+                }));
+            }
+        }
+    }
+    sent
+}
+
 /// One event a worker reports to the harness, which stamps index, time and process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireEvent {
@@ -174,6 +304,7 @@ impl WireEvent {
             kind,
             f: self.f,
             group: self.group,
+            producer: None,
             value: self.value,
             error: self.error,
         })

@@ -262,6 +262,32 @@ impl Producer for KafkaProducer {
             Err((e, _)) => classify(&e),
         }
     }
+
+    fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
+        let payload = body(key, value);
+        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        // `send_result` puts the record in librdkafka's queue now, so sends enter the
+        // client in the order they were invoked; librdkafka then keeps up to
+        // `max.in.flight` requests per connection under way.
+        Some(match self.producer.send_result(record) {
+            Ok(delivery) => Box::pin(async move {
+                match delivery.await {
+                    Ok(Ok(d)) => Outcome::Ok(Stored {
+                        partition: Some(i64::from(d.partition)),
+                        offset: (d.offset >= 0).then_some(d.offset),
+                        id: None,
+                    }),
+                    Ok(Err((e, _))) => classify(&e),
+                    // The client went away with the send in its queue: unknown.
+                    Err(_) => Outcome::Info("the producer was dropped with the send queued".into()),
+                }
+            }),
+            Err((e, _)) => {
+                let outcome = classify(&e);
+                Box::pin(async move { outcome })
+            }
+        })
+    }
 }
 
 struct KafkaConsumer {
