@@ -32,6 +32,9 @@ fn internal(
     back: usize,
     found: &mut [(AnomalyKind, Found)],
 ) {
+    if accs.len() < 2 {
+        return;
+    }
     let mut last: Vec<(u32, u32, i64)> = Vec::new();
     for a in accs {
         if a.pos == NONE {
@@ -111,7 +114,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 if r.pos == NONE {
                     continue;
                 }
-                let Some(&t) = cx.writer_of.get(&r.value) else {
+                let Some(t) = cx.writer_of.get(h, r.value) else {
                     continue;
                 };
                 if t == i || !matches!(cx.items[t as usize].src, Source::Txn(_)) {

@@ -79,7 +79,45 @@ pub(crate) struct Versions {
     pub writer: Vec<u32>,
     /// The next place of the same object with a writer in the graph, or [`NONE`].
     pub next: Vec<u32>,
-    pub pos_of: FxHashMap<i64, u32>,
+    pub pos_of: ValueMap,
+}
+
+/// Value -> a `u32`, kept by the value's send (the history's [`ValueIndex`]
+/// finds it): a vector indexed by send; a hash map for values no send names.
+///
+/// [`ValueIndex`]: gauntlet_history::model::ValueIndex
+#[derive(Debug, Default)]
+pub(crate) struct ValueMap {
+    by_send: Vec<u32>,
+    other: FxHashMap<i64, u32>,
+}
+
+impl ValueMap {
+    fn new(h: &History) -> Self {
+        ValueMap {
+            by_send: vec![NONE; h.sends.len()],
+            other: FxHashMap::default(),
+        }
+    }
+    #[inline]
+    pub fn get(&self, h: &History, value: i64) -> Option<u32> {
+        match h.send_of_value.get(value) {
+            Some(s) => {
+                let x = self.by_send[s as usize];
+                (x != NONE).then_some(x)
+            }
+            None => self.other.get(&value).copied(),
+        }
+    }
+    #[inline]
+    fn insert(&mut self, h: &History, value: i64, x: u32) {
+        match h.send_of_value.get(value) {
+            Some(s) => self.by_send[s as usize] = x,
+            None => {
+                self.other.insert(value, x);
+            }
+        }
+    }
 }
 
 pub(crate) struct Ctx<'a> {
@@ -89,7 +127,7 @@ pub(crate) struct Ctx<'a> {
     pub reads: Vec<Access>,
     pub v: Versions,
     /// Value -> the item in the graph that wrote it.
-    pub writer_of: FxHashMap<i64, u32>,
+    pub writer_of: ValueMap,
 }
 
 impl Ctx<'_> {
@@ -210,24 +248,29 @@ fn build(h: &History) -> Ctx<'_> {
             }
         }
     }
-    entries.sort_unstable();
-    entries.dedup();
-    let mut v = Versions::default();
+    sort_entries(&mut entries);
+    let mut v = Versions {
+        pos_of: ValueMap::new(h),
+        ..Versions::default()
+    };
     let mut i = 0;
     let mut cur_obj = NONE;
     let mut idx = 0u32;
     while i < entries.len() {
         let (obj, off, value) = entries[i];
         let mut j = i + 1;
+        // Entries of one place: one version when they all name one value.
+        let mut one_value = true;
         while j < entries.len() && entries[j].0 == obj && entries[j].1 == off {
+            one_value &= entries[j].2 == value;
             j += 1;
         }
-        if j == i + 1 && !v.pos_of.contains_key(&value) {
+        if one_value && v.pos_of.get(h, value).is_none() {
             if obj != cur_obj {
                 cur_obj = obj;
                 idx = 0;
             }
-            v.pos_of.insert(value, u32_of(v.values.len()));
+            v.pos_of.insert(h, value, u32_of(v.values.len()));
             v.values.push(value);
             v.obj.push(obj);
             v.idx.push(idx);
@@ -237,19 +280,19 @@ fn build(h: &History) -> Ctx<'_> {
     }
     drop(entries);
 
-    let mut writer_of: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut writer_of = ValueMap::new(h);
     for (ii, it) in items.iter().enumerate() {
         for a in &mut writes[it.w_first as usize..(it.w_first + it.w_count) as usize] {
-            if let Some(&p) = v.pos_of.get(&a.value) {
+            if let Some(p) = v.pos_of.get(h, a.value) {
                 a.pos = p;
                 a.obj = v.obj[p as usize];
             }
             if it.node {
-                writer_of.insert(a.value, u32_of(ii));
+                writer_of.insert(h, a.value, u32_of(ii));
             }
         }
         for a in &mut reads[it.r_first as usize..(it.r_first + it.r_count) as usize] {
-            if let Some(&p) = v.pos_of.get(&a.value) {
+            if let Some(p) = v.pos_of.get(h, a.value) {
                 a.pos = p;
                 a.obj = v.obj[p as usize];
             }
@@ -258,7 +301,7 @@ fn build(h: &History) -> Ctx<'_> {
     v.writer = v
         .values
         .iter()
-        .map(|x| writer_of.get(x).copied().unwrap_or(NONE))
+        .map(|&x| writer_of.get(h, x).unwrap_or(NONE))
         .collect();
     v.next = vec![NONE; v.values.len()];
     let mut following = NONE;
@@ -336,47 +379,118 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
         }
     }
     // process: consecutive items of one process.
-    let mut last_of: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut last_of: Vec<u32> = vec![NONE; cx.h.processes.len()];
     for (i, it) in cx.items.iter().enumerate() {
         if !it.node {
             continue;
         }
-        if let Some(p) = last_of.insert(it.process, u32_of(i)) {
-            e.push((p, u32_of(i), PROCESS));
+        let Some(l) = last_of.get_mut(it.process as usize) else {
+            continue;
+        };
+        if *l != NONE {
+            e.push((*l, u32_of(i), PROCESS));
         }
+        *l = u32_of(i);
     }
     // realtime: A completed before B was invoked; only the frontier (no edge implied by two others).
-    let mut events: Vec<(u64, u32, bool)> = Vec::new();
+    // Items are in invoke order; their completions, radix-sorted, are merged in.
+    // An op that ended `info` may take effect any time later: it precedes nothing.
+    let mut done: Vec<u32> = (0..u32_of(cx.items.len()))
+        .filter(|&i| {
+            let it = &cx.items[i as usize];
+            it.node && it.complete != NO_OP && it.outcome != Outcome::Info
+        })
+        .collect();
+    crate::radix::sort_by_key(&mut done, |i| cx.items[i as usize].complete);
+    // The frontier in the order it was joined, which is completion order. A
+    // completion of B removes the members that were there when B was invoked:
+    // those completed before B's invoke, a prefix.
+    let mut frontier: Vec<u32> = Vec::new();
+    let mut d = 0usize;
     for (i, it) in cx.items.iter().enumerate() {
         if !it.node {
             continue;
         }
-        events.push((it.invoke, u32_of(i), false));
-        // An op that ended `info` may take effect any time later: it precedes nothing.
-        if it.complete != NO_OP && it.outcome != Outcome::Info {
-            events.push((it.complete, u32_of(i), true));
+        while d < done.len() && cx.items[done[d] as usize].complete < it.invoke {
+            complete_one(cx, &mut frontier, done[d]);
+            d += 1;
         }
-    }
-    events.sort_unstable();
-    let mut frontier: Vec<u32> = Vec::new();
-    let mut preds: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    for (_, i, done) in events {
-        if done {
-            if let Some(ps) = preds.remove(&i) {
-                frontier.retain(|f| !ps.contains(f));
-            }
-            frontier.push(i);
-        } else {
-            for &f in &frontier {
-                e.push((f, i, REALTIME));
-            }
-            let it = &cx.items[i as usize];
-            if it.complete != NO_OP && it.outcome != Outcome::Info && !frontier.is_empty() {
-                preds.insert(i, frontier.clone());
-            }
+        for &f in &frontier {
+            e.push((f, u32_of(i), REALTIME));
         }
     }
     e
+}
+
+/// Item `b` completed: it replaces in the frontier what it follows.
+fn complete_one(cx: &Ctx<'_>, frontier: &mut Vec<u32>, b: u32) {
+    let inv = cx.items[b as usize].invoke;
+    let k = frontier
+        .iter()
+        .position(|&f| cx.items[f as usize].complete >= inv)
+        .unwrap_or(frontier.len());
+    frontier.drain(..k);
+    frontier.push(b);
+}
+
+/// Sorts version entries by (object, offset): a radix sort on one integer key
+/// where the offsets' range allows it, else a comparison sort. Order within a
+/// place does not matter to the caller.
+fn sort_entries(entries: &mut Vec<(u32, i64, i64)>) {
+    if entries
+        .windows(2)
+        .all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1))
+    {
+        return;
+    }
+    let (Some(lo), Some(hi)) = (
+        entries.iter().map(|e| e.1).min(),
+        entries.iter().map(|e| e.1).max(),
+    ) else {
+        return;
+    };
+    let max_obj = entries.iter().map(|e| e.0).max().unwrap_or(0);
+    let span = hi.abs_diff(lo);
+    let off_bits = u64::BITS - span.leading_zeros();
+    let obj_bits = u32::BITS - max_obj.leading_zeros();
+    if entries.len() < 512 || off_bits + obj_bits > 64 {
+        entries.sort_unstable_by_key(|e| (e.0, e.1));
+        return;
+    }
+    let key = |e: &(u32, i64, i64)| -> u64 {
+        let rel = e.1.abs_diff(lo);
+        if off_bits == 64 {
+            rel
+        } else {
+            (u64::from(e.0) << off_bits) | rel
+        }
+    };
+    // Least significant digit first, 11 bits a pass, into a buffer of the same size.
+    const BITS: u32 = 11;
+    const BUCKETS: usize = 1 << BITS;
+    let bits = off_bits + obj_bits;
+    let mut tmp: Vec<(u32, i64, i64)> = vec![(0, 0, 0); entries.len()];
+    let mut shift = 0;
+    while shift < bits {
+        let digit = |e: &(u32, i64, i64)| ((key(e) >> shift) as usize) & (BUCKETS - 1);
+        let mut start = vec![0usize; BUCKETS];
+        for e in entries.iter() {
+            start[digit(e)] += 1;
+        }
+        let mut acc = 0;
+        for c in start.iter_mut() {
+            let here = *c;
+            *c = acc;
+            acc += here;
+        }
+        for e in entries.iter() {
+            let b = digit(e);
+            tmp[start[b]] = *e;
+            start[b] += 1;
+        }
+        std::mem::swap(entries, &mut tmp);
+        shift += BITS;
+    }
 }
 
 /// A cycle found, with its class.
