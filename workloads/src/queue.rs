@@ -135,18 +135,7 @@ pub async fn run_producers(
                     recorder.send_latency(began.elapsed());
                     IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
                     sent += 1;
-                    let ev = match &outcome {
-                        Outcome::Ok(s) => {
-                            Event::new(actor, OpType::Ok, "send").value(stored_json(&key, value, s))
-                        }
-                        Outcome::Fail(e) => Event::new(actor, OpType::Fail, "send")
-                            .value(json!({"key": key, "value": value}))
-                            .error(e.clone()),
-                        Outcome::Info(e) => Event::new(actor, OpType::Info, "send")
-                            .value(json!({"key": key, "value": value}))
-                            .error(e.clone()),
-                    };
-                    let _ = recorder.record(&ev);
+                    let _ = recorder.record(&send_end(actor, &key, value, &outcome));
                     if let Outcome::Info(_) | Outcome::Fail(_) = outcome {
                         // Unknown state: this client comes back under a new process number.
                         // A definite failure too: it may be a dead connection or channel

@@ -324,13 +324,20 @@ fn kafka_pipelined_producer_under_ack_loss() {
     let mut open: std::collections::HashMap<u64, i64> = Default::default();
     let mut overlapped = 0;
     let mut slot_of: std::collections::HashMap<u64, u64> = Default::default();
-    for v in text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+    for v in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
         if v["f"] != "send" {
             continue;
         }
-        let Some(p) = v["process"].as_u64() else { continue };
+        let Some(p) = v["process"].as_u64() else {
+            continue;
+        };
         if v["type"] == "invoke" {
-            let producer = v["producer"].as_u64().expect("a pipelined send names its producer");
+            let producer = v["producer"]
+                .as_u64()
+                .expect("a pipelined send names its producer");
             slot_of.insert(p, producer);
             let n = open.entry(producer).or_insert(0);
             if *n > 0 {
@@ -341,7 +348,10 @@ fn kafka_pipelined_producer_under_ack_loss() {
             *open.entry(*producer).or_insert(1) -= 1;
         }
     }
-    assert!(overlapped > 100, "only {overlapped} sends overlapped another");
+    assert!(
+        overlapped > 100,
+        "only {overlapped} sends overlapped another"
+    );
     assert_eq!(count(&r, "key-order"), 0, "{}", r.verdict["anomalies"]);
     no_leftovers(&r.dir);
 }
