@@ -253,12 +253,7 @@ impl Producer for KafkaProducer {
         let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
         // The queue timeout: how long to wait for room in librdkafka's queue.
         match self.producer.send(record, Duration::from_secs(5)).await {
-            Ok(d) => Outcome::Ok(Stored {
-                partition: Some(i64::from(d.partition)),
-                // acks=0: librdkafka knows no offset (-1).
-                offset: (d.offset >= 0).then_some(d.offset),
-                id: None,
-            }),
+            Ok(d) => Outcome::Ok(stored(&d)),
             Err((e, _)) => classify(&e),
         }
     }
@@ -272,11 +267,7 @@ impl Producer for KafkaProducer {
         Some(match self.producer.send_result(record) {
             Ok(delivery) => Box::pin(async move {
                 match delivery.await {
-                    Ok(Ok(d)) => Outcome::Ok(Stored {
-                        partition: Some(i64::from(d.partition)),
-                        offset: (d.offset >= 0).then_some(d.offset),
-                        id: None,
-                    }),
+                    Ok(Ok(d)) => Outcome::Ok(stored(&d)),
                     Ok(Err((e, _))) => classify(&e),
                     // The client went away with the send in its queue: unknown.
                     Err(_) => Outcome::Info("the producer was dropped with the send queued".into()),
@@ -287,6 +278,16 @@ impl Producer for KafkaProducer {
                 Box::pin(async move { outcome })
             }
         })
+    }
+}
+
+/// Where librdkafka says a send was stored.
+fn stored(d: &rdkafka::producer::future_producer::Delivery) -> Stored {
+    Stored {
+        partition: Some(i64::from(d.partition)),
+        // acks=0: librdkafka knows no offset (-1).
+        offset: (d.offset >= 0).then_some(d.offset),
+        id: None,
     }
 }
 

@@ -59,31 +59,27 @@ impl RabbitMq {
         };
         for i in 0..n {
             let uri = &self.uris[(self.home + i) % n];
-            let err = |e: lapin::Error| ClientError::Connect {
+            let err = |reason: String| ClientError::Connect {
                 broker: "rabbitmq",
                 addr: uri.clone(),
-                reason: e.to_string(),
+                reason,
             };
             // A node cut off by a partition drops the handshake: give up on it after a while.
             let connect = Connection::connect(uri, ConnectionProperties::default());
             let conn = match tokio::time::timeout(Duration::from_secs(5), connect).await {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => {
-                    last = err(e);
+                    last = err(e.to_string());
                     continue;
                 }
                 Err(_) => {
-                    last = ClientError::Connect {
-                        broker: "rabbitmq",
-                        addr: uri.clone(),
-                        reason: "no answer within 5s".into(),
-                    };
+                    last = err("no answer within 5s".into());
                     continue;
                 }
             };
             match conn.create_channel().await {
                 Ok(ch) => return Ok((conn, ch)),
-                Err(e) => last = err(e),
+                Err(e) => last = err(e.to_string()),
             }
         }
         Err(last)
@@ -169,7 +165,6 @@ impl Driver for RabbitMq {
             driver,
             conn,
             ch,
-            stale: false,
             confirms: self.settings.confirms,
             persistent: self.settings.persistent,
         }))
@@ -227,9 +222,6 @@ struct RabbitProducer {
     driver: RabbitMq,
     conn: Connection,
     ch: Channel,
-    /// A publish or confirm timed out: the link may be cut without the connection
-    /// knowing it yet (heartbeats take a minute), so the next send connects again.
-    stale: bool,
     confirms: bool,
     persistent: bool,
 }
@@ -237,12 +229,9 @@ struct RabbitProducer {
 #[async_trait]
 impl Producer for RabbitProducer {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
-        if self.stale || !self.conn.status().connected() || !self.ch.status().connected() {
+        if !self.conn.status().connected() || !self.ch.status().connected() {
             match self.driver.producer_channel().await {
-                Ok((conn, ch)) => {
-                    (self.conn, self.ch) = (conn, ch);
-                    self.stale = false;
-                }
+                Ok((conn, ch)) => (self.conn, self.ch) = (conn, ch),
                 // Definite: no connection, so nothing was published.
                 Err(e) => return Outcome::Fail(e.to_string()),
             }
@@ -262,10 +251,7 @@ impl Producer for RabbitProducer {
         let confirm = match tokio::time::timeout(Duration::from_secs(5), publish).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return classify(e),
-            Err(_) => {
-                self.stale = true;
-                return Outcome::Info("publish did not complete within 5s".into());
-            }
+            Err(_) => return Outcome::Info("publish did not complete within 5s".into()),
         };
         if !self.confirms {
             return Outcome::Ok(Stored::default());
@@ -276,10 +262,7 @@ impl Producer for RabbitProducer {
             // quorum queues it may still have been enqueued on some replicas: unknown.
             Ok(Ok(_)) => Outcome::Info("publisher confirm: nack".into()),
             Ok(Err(e)) => Outcome::Info(e.to_string()),
-            Err(_) => {
-                self.stale = true;
-                Outcome::Info("no publisher confirm within 10s".into())
-            }
+            Err(_) => Outcome::Info("no publisher confirm within 10s".into()),
         }
     }
 }
