@@ -13,7 +13,7 @@
 //! white space, escapes, unusual values, every error) it returns `None` and the
 //! general parser decides. A test checks this on generated and on mutated lines.
 use crate::json::{plain_run, swar_digits, POW10};
-use crate::op::{Msg, Op, OpType, Position, Process, Value, F};
+use crate::op::{MicroOp, Msg, Op, OpType, Position, Process, Value, F};
 use std::borrow::Cow;
 
 struct Cursor<'a> {
@@ -142,27 +142,16 @@ impl<'a> Cursor<'a> {
         let mut m = Msg::default();
         let mut have_value = false;
         loop {
-            // The key's first letter picks the only key it can be.
-            match self.b.get(self.i + 1)? {
-                b'k' if self.lit(b"\"key\":") => m.key = Some(Cow::Borrowed(self.str()?)),
-                b'o' if self.lit(b"\"offset\":") => m.offset = Some(self.int()?),
-                b'p' if self.lit(b"\"partition\":") => m.partition = Some(self.int()?),
-                b'v' if self.lit(b"\"value\":") => {
-                    m.value = self.int()?;
-                    have_value = true;
-                }
-                b'i' if self.lit(b"\"id\":") => m.id = Some(Cow::Borrowed(self.str()?)),
-                b'r' if self.lit(b"\"redelivered\":") => {
-                    m.redelivered = if self.lit(b"true") {
-                        true
-                    } else if self.lit(b"false") {
-                        false
-                    } else {
-                        return None;
-                    };
-                }
-                b't' if self.lit(b"\"topic\":") => m.topic = Some(Cow::Borrowed(self.str()?)),
-                _ => return None,
+            if self.lit(b"\"redelivered\":") {
+                m.redelivered = if self.lit(b"true") {
+                    true
+                } else if self.lit(b"false") {
+                    false
+                } else {
+                    return None;
+                };
+            } else {
+                self.msg_key(&mut m, &mut have_value)?;
             }
             match self.peek()? {
                 b',' => self.i += 1,
@@ -174,6 +163,25 @@ impl<'a> Cursor<'a> {
             }
         }
         have_value.then_some(m)
+    }
+
+    /// One of a message's keys but `redelivered`, into `m`; `None` for any other key.
+    #[inline(always)]
+    fn msg_key(&mut self, m: &mut Msg<'a>, have_value: &mut bool) -> Option<()> {
+        // The key's first letter picks the only key it can be.
+        match self.b.get(self.i + 1)? {
+            b'k' if self.lit(b"\"key\":") => m.key = Some(Cow::Borrowed(self.str()?)),
+            b'o' if self.lit(b"\"offset\":") => m.offset = Some(self.int()?),
+            b'p' if self.lit(b"\"partition\":") => m.partition = Some(self.int()?),
+            b'v' if self.lit(b"\"value\":") => {
+                m.value = self.int()?;
+                *have_value = true;
+            }
+            b'i' if self.lit(b"\"id\":") => m.id = Some(Cow::Borrowed(self.str()?)),
+            b't' if self.lit(b"\"topic\":") => m.topic = Some(Cow::Borrowed(self.str()?)),
+            _ => return None,
+        }
+        Some(())
     }
 
     /// A JSON array of items read by `item`, in the writer's layout (no white space).
@@ -237,6 +245,38 @@ impl<'a> Cursor<'a> {
     fn positions(&mut self) -> Option<Vec<Position<'a>>> {
         self.list(0, Self::position)
     }
+
+    /// A transaction's micro-op, in serde_json's sorted-key layout:
+    /// `{"f":"send",<message keys>}` or `{"f":"poll"[,"messages":[...]]}`. The general
+    /// parser reads any key on either kind; this path takes only the keys that
+    /// kind uses (a repeated one counts with its last value, as there).
+    fn micro_op(&mut self) -> Option<MicroOp<'a>> {
+        if self.lit(b"{\"f\":\"send\"") {
+            let mut m = Msg::default();
+            let mut have_value = false;
+            while self.byte(b',').is_some() {
+                self.msg_key(&mut m, &mut have_value)?;
+            }
+            self.byte(b'}')?;
+            have_value.then_some(MicroOp::Send(m))
+        } else if self.lit(b"{\"f\":\"poll\"") {
+            let mut messages = Vec::new();
+            while self.byte(b',').is_some() {
+                if !self.lit(b"\"messages\":") {
+                    return None;
+                }
+                messages = self.msgs()?;
+            }
+            self.byte(b'}')?;
+            Some(MicroOp::Poll(messages))
+        } else {
+            None
+        }
+    }
+
+    fn micro_ops(&mut self) -> Option<Vec<MicroOp<'a>>> {
+        self.list(4, Self::micro_op)
+    }
 }
 
 /// Parses a line in the writer's exact layout; `None` leaves it to the general parser.
@@ -278,6 +318,7 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
         "poll" => F::Poll,
         "ack" => F::Ack,
         "commit" => F::Commit,
+        "txn" => F::Txn,
         _ => return None,
     };
     let group = if c.lit(b",\"group\":") {
@@ -299,6 +340,7 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
                 (F::Poll, OpType::Ok) => Value::Messages(c.msgs()?),
                 (F::Ack, OpType::Invoke | OpType::Ok) => Value::Values(c.ints()?),
                 (F::Commit, OpType::Invoke | OpType::Ok) => Value::Positions(c.positions()?),
+                (F::Txn, _) => Value::Txn(c.micro_ops()?),
                 _ => return None,
             }
         }
@@ -314,7 +356,7 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
         return None;
     }
     // The general parser refuses these (a send must say what it sends).
-    if kind == OpType::Invoke && f == F::Send && value == Value::None {
+    if kind == OpType::Invoke && matches!(f, F::Send | F::Txn) && value == Value::None {
         return None;
     }
     Some(Op {
@@ -367,9 +409,34 @@ mod tests {
                 fast += 1;
             }
         }
-        // Everything but nemesis, harness, txn and subscribe/assign lines.
+        // Everything but nemesis, harness and subscribe/assign lines.
         assert!(
             fast * 10 > all * 9,
+            "{fast} of {all} lines on the fast path"
+        );
+    }
+
+    fn txn_lines(txns: u64) -> Vec<u8> {
+        let cfg = crate::txngen::TxnGenConfig {
+            txns,
+            ..Default::default()
+        };
+        crate::txngen::generate_txns_vec(&cfg).0
+    }
+
+    #[test]
+    fn generated_txn_lines_take_the_fast_path_and_agree() {
+        let out = txn_lines(5_000);
+        let (mut fast, mut all) = (0, 0);
+        for line in out.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
+            all += 1;
+            if agree(line) {
+                fast += 1;
+            }
+        }
+        assert!(all > 9_000, "{all} lines");
+        assert!(
+            fast * 100 > all * 99,
             "{fast} of {all} lines on the fast path"
         );
     }
@@ -386,6 +453,11 @@ mod tests {
             r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"key":"k1","value":1,"partition":0,"offset":0}}"#,
             r#"{"index":1,"time":91000,"process":0,"type":"ok","f":"send","value":{"value":1,"key":"k1","value":2}}"#,
             r#"{"index":1,"time":91000,"process":3,"type":"invoke","f":"send","producer":1,"value":{"key":"k1","value":1}}"#,
+            r#"{"index":2,"time":9,"process":1,"type":"invoke","f":"txn","value":[{"f":"poll"},{"f":"send","key":"3","value":7}]}"#,
+            r#"{"index":3,"time":9,"process":1,"type":"ok","f":"txn","value":[{"f":"poll","messages":[{"key":"3","offset":4,"partition":3,"value":6}]},{"f":"send","key":"3","offset":5,"partition":3,"value":7}]}"#,
+            r#"{"index":3,"time":9,"process":1,"type":"fail","f":"txn","value":[{"f":"poll","messages":[]},{"f":"send","value":7,"key":"3"}],"error":"aborted"}"#,
+            r#"{"index":3,"time":9,"process":1,"type":"info","f":"txn","value":null}"#,
+            r#"{"index":3,"time":9,"process":1,"type":"ok","f":"txn","value":[]}"#,
         ] {
             assert!(agree(line.as_bytes()), "{line}");
         }
@@ -402,6 +474,12 @@ mod tests {
             r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a","vals":1,"value":1}}"#,
             r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{"key":"a"}}"#,
             r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"send","value":{}}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn"}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn","value":[{"f":"send","key":"a"}]}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn","value":[{"key":"a","f":"send","value":1}]}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn","value":[{"f":"send","redelivered":true,"value":1}]}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn","value":[{"f":"poll","key":"a"}]}"#,
+            r#"{"index":1,"time":1,"process":0,"type":"invoke","f":"txn","value":[{"f":"read"}]}"#,
         ] {
             assert!(!agree(line.as_bytes()), "fast path took {line}");
         }
@@ -415,6 +493,7 @@ mod tests {
             ..GenConfig::default()
         };
         generate(&cfg, &mut out).unwrap();
+        out.extend_from_slice(&txn_lines(500));
         let lines: Vec<&[u8]> = out
             .split(|&c| c == b'\n')
             .filter(|l| !l.is_empty())
