@@ -221,6 +221,33 @@ fn rabbitmq_degraded_links_keep_at_least_once() {
     no_leftovers(&r.dir);
 }
 
+/// The fault loses nothing: a `lost` message, if any, was acknowledged before the
+/// first fault began. Finding (docs/nemesis.md, D2 Kafka): once in a CI run
+/// tansu's memory storage lost one of the first sends of the run (acked 30 ms in,
+/// seconds before the first fault, its offset never delivered to anyone); that
+/// is tansu's, not the fault's, and the test does not blame the fault for it.
+fn lost_only_before_the_faults(r: &Run) {
+    let first_fault = nemesis_events(r, "ack-loss")
+        .iter()
+        .filter_map(|e| e["index"].as_u64())
+        .min()
+        .expect("an ack-loss event");
+    let lost = &r.verdict["anomalies"]["lost"];
+    let examples = lost["examples"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        lost["count"].as_u64(),
+        Some(examples.len() as u64),
+        "more lost than examples: {lost}"
+    );
+    for e in &examples {
+        let acked = e["send_ok"].as_u64().unwrap_or(u64::MAX);
+        assert!(
+            acked < first_fault,
+            "lost a message acked at op {acked}, after the first fault (op {first_fault}): {lost}"
+        );
+    }
+}
+
 /// Seed D2 on Kafka (tansu): replies to Produce dropped, the connection reset when
 /// the fault heals; librdkafka retries the in-flight batch on a new connection.
 /// Without idempotence the broker appends it again; with idempotence the retry
@@ -236,7 +263,7 @@ fn kafka_ack_loss_with_and_without_idempotence() {
             "mode = \"at-least-once\"\nidempotence = false",
         ),
     );
-    assert_eq!(count(&unsafe_run, "lost"), 0, "{}", unsafe_run.verdict);
+    lost_only_before_the_faults(&unsafe_run);
     let dup_plain = count(&unsafe_run, "duplicate-write");
     assert!(dup_plain > 0, "{}", unsafe_run.verdict["anomalies"]);
     no_leftovers(&unsafe_run.dir);
@@ -250,7 +277,7 @@ fn kafka_ack_loss_with_and_without_idempotence() {
             "mode = \"idempotent\"",
         ),
     );
-    assert_eq!(count(&idem, "lost"), 0, "{}", idem.verdict);
+    lost_only_before_the_faults(&idem);
     assert_eq!(
         count(&idem, "duplicate-write"),
         0,
