@@ -282,22 +282,21 @@ fn schedule_for(
                     "needs at least three nodes, the deployment has {nodes}"
                 )))
             }
-            FaultKind::PartitionShape(_) | FaultKind::OnLeader(NodeFault::Isolate)
+            FaultKind::PartitionShape(_) | FaultKind::OnRole(NodeFault::Isolate, _)
                 if !caps.net_admin_exec =>
             {
                 return Err(refuse(
                     "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
                 ))
             }
-            FaultKind::OnLeader(f) => {
-                if deployment
-                    .broker()
-                    .recipe()
-                    .role_probe(Role::Leader)
-                    .is_none()
-                {
+            FaultKind::OnRole(f, role) => {
+                if deployment.broker().recipe().role_probe(role).is_none() {
+                    let which = match role {
+                        Role::Leader => "which node leads".to_string(),
+                        _ => format!("which node is the {role}"),
+                    };
                     return Err(refuse(format!(
-                        "{} cannot tell which node leads (no role probe in its recipe)",
+                        "{} cannot tell {which} (no role probe in its recipe)",
                         scenario.broker
                     )));
                 }
@@ -433,11 +432,43 @@ async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Pr
 /// The nemesis's view of a run: the deployment and the consumer workers.
 struct RunCluster<'a> {
     deployment: &'a DockerDeployment,
+    /// What a coordinator's role probe asks about (see [`RoleNames`]).
+    roles: RoleNames,
     pool: Pool,
     /// The clients' proxy, when the run has one.
     proxy: Option<&'a Proxy>,
     /// The run may leave a netem qdisc behind (the final heal removes it).
     netem: bool,
+}
+
+/// The names a coordinator is found for: the consumer group and the transactional
+/// id of the run's workload. Role probes read them from the environment
+/// (`GAUNTLET_GROUP`, `GAUNTLET_TXN_ID`).
+#[derive(Debug, Clone)]
+pub(crate) struct RoleNames {
+    group: String,
+    transactional_id: String,
+}
+
+impl RoleNames {
+    pub(crate) fn of(scenario: &Scenario) -> Self {
+        let group = if scenario.workload == "txn" {
+            gauntlet_workloads::txn::GROUP.to_string()
+        } else {
+            scenario
+                .queue
+                .groups
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "g1".to_string())
+        };
+        RoleNames {
+            group,
+            // The queue and log workloads have no transactional producer; there the
+            // role names the coordinator of the txn workload's first id.
+            transactional_id: gauntlet_workloads::txn::transactional_id(0),
+        }
+    }
 }
 
 fn nem_err(fault: &str, target: &str, e: impl std::fmt::Display) -> NemesisError {
@@ -591,6 +622,13 @@ impl Cluster for RunCluster<'_> {
                 fault: format!("targeting the {role}"),
                 why: format!("{broker} cannot tell which node is the {role}"),
             })?;
+        let mut command = probe.command.clone();
+        command
+            .env
+            .push(format!("GAUNTLET_GROUP={}", self.roles.group));
+        command
+            .env
+            .push(format!("GAUNTLET_TXN_ID={}", self.roles.transactional_id));
         // Ask every node in turn (a killed or paused one does not answer); an election
         // may be under way, so keep asking for a while.
         let until = Instant::now() + Duration::from_secs(15);
@@ -598,7 +636,7 @@ impl Cluster for RunCluster<'_> {
             for n in self.deployment.nodes() {
                 let Ok(out) = self
                     .deployment
-                    .exec(&n, &probe.command, Duration::from_secs(15))
+                    .exec(&n, &command, Duration::from_secs(15))
                     .await
                 else {
                     continue;
@@ -1040,6 +1078,17 @@ async fn drive(
     entered: Instant,
     opts: RunOptions,
 ) -> Result<(u64, Figures), HarnessError> {
+    // Faults the deployment cannot do are refused here, before the history exists
+    // and before any op.
+    let schedule = schedule_for(scenario, deployment, time)?;
+    let netem = schedule
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind(), Ok(FaultKind::Netem { .. })));
+    if netem {
+        probe_netem(deployment).await?;
+    }
+    std::fs::write(dir.join("schedule.toml"), schedule.to_toml()).map_err(io("writing", dir))?;
     let kind = deployment.broker();
     let port = kind
         .recipe()
@@ -1101,15 +1150,6 @@ async fn drive(
         }
     }
     let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
-    let schedule = schedule_for(scenario, deployment, time)?;
-    let netem = schedule
-        .faults
-        .iter()
-        .any(|f| matches!(f.kind(), Ok(FaultKind::Netem { .. })));
-    if netem {
-        probe_netem(deployment).await?;
-    }
-    std::fs::write(dir.join("schedule.toml"), schedule.to_toml()).map_err(io("writing", dir))?;
     let next_value = Arc::new(AtomicI64::new(0));
     let producers = tokio::spawn(gauntlet_workloads::queue::run_producers(
         driver.clone(),
@@ -1122,6 +1162,7 @@ async fn drive(
     ));
     let cluster = RunCluster {
         deployment,
+        roles: RoleNames::of(scenario),
         pool: pool.clone(),
         proxy,
         netem,

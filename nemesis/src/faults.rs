@@ -43,8 +43,9 @@ pub enum FaultKind {
     // --- Partition shapes and role targeting ---
     /// Cut the network in a shape (`partition:halves|ring|bridge`), from a grudge; >= 3 nodes.
     PartitionShape(Shape),
-    /// A node fault aimed at the node the broker says leads (`kill-broker:leader`, ...).
-    OnLeader(NodeFault),
+    /// A node fault aimed at the node the broker names for a role, asked when the
+    /// fault fires (`kill-broker:leader`, `restart-broker:group-coordinator`, ...).
+    OnRole(NodeFault, Role),
 }
 
 /// A fault on the path between the clients and one node, done by the harness's TCP
@@ -131,17 +132,24 @@ pub enum Shape {
     Bridge,
 }
 
-/// The node faults that can target a role ([`FaultKind::OnLeader`]).
+/// The node faults that can target a role ([`FaultKind::OnRole`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeFault {
     Kill,
     Restart,
     Pause,
-    /// Isolate the leader from every other node.
+    /// Isolate the node in the role from every other node.
     Isolate,
 }
 
 impl NodeFault {
+    pub const ALL: [NodeFault; 4] = [
+        NodeFault::Kill,
+        NodeFault::Restart,
+        NodeFault::Pause,
+        NodeFault::Isolate,
+    ];
+
     /// The same fault on a node named by the schedule.
     pub fn on_node(self) -> FaultKind {
         match self {
@@ -172,13 +180,28 @@ pub enum Role {
     /// The node that leads the workload's data: the quorum queue's leader (RabbitMQ),
     /// the stream's leader (NATS JetStream), the primary (Redis).
     Leader,
+    /// The coordinator of the workload's consumer group (Kafka's FindCoordinator, key type 0).
+    GroupCoordinator,
+    /// The coordinator of the workload's first transactional id (FindCoordinator, key type 1).
+    TxnCoordinator,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Leader, Role::GroupCoordinator, Role::TxnCoordinator];
+
+    /// The name after the fault's, as in `kill-broker:group-coordinator`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::GroupCoordinator => "group-coordinator",
+            Role::TxnCoordinator => "txn-coordinator",
+        }
+    }
 }
 
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Role::Leader => "leader",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -302,9 +325,23 @@ pub async fn find_role(
     })
 }
 
+/// `<node fault>:<role>`, e.g. `restart-broker:txn-coordinator`: the node fault is
+/// named as on a node (`kill-broker`, `restart-broker`, `pause`, `partition`).
+fn on_role(s: &str) -> Option<(NodeFault, Role)> {
+    let (fault, role) = s.rsplit_once(':')?;
+    let f = NodeFault::ALL
+        .into_iter()
+        .find(|f| f.on_node().to_string() == fault)?;
+    let r = Role::ALL.into_iter().find(|r| r.name() == role)?;
+    Some((f, r))
+}
+
 impl FromStr for FaultKind {
     type Err = NemesisError;
     fn from_str(s: &str) -> Result<Self, NemesisError> {
+        if let Some((f, r)) = on_role(s.trim()) {
+            return Ok(FaultKind::OnRole(f, r));
+        }
         Ok(match s.trim() {
             "kill-consumer" => FaultKind::KillConsumer(KillConsumerAt::Any),
             "kill-consumer:before-ack" => FaultKind::KillConsumer(KillConsumerAt::BeforeAck),
@@ -321,10 +358,6 @@ impl FromStr for FaultKind {
                 FaultKind::PartitionShape(Shape::Ring)
             }
             "partition:bridge" => FaultKind::PartitionShape(Shape::Bridge),
-            "kill-broker:leader" => FaultKind::OnLeader(NodeFault::Kill),
-            "restart-broker:leader" => FaultKind::OnLeader(NodeFault::Restart),
-            "pause:leader" => FaultKind::OnLeader(NodeFault::Pause),
-            "partition:leader" => FaultKind::OnLeader(NodeFault::Isolate),
             other if other == "netem" || other.starts_with("netem:") => {
                 let ms = match other.strip_prefix("netem:") {
                     None => 100,
@@ -349,6 +382,7 @@ impl fmt::Display for FaultKind {
         match self {
             FaultKind::Link(l) => return l.fmt(f),
             FaultKind::Netem { delay_ms } => return write!(f, "netem:{delay_ms}"),
+            FaultKind::OnRole(nf, role) => return write!(f, "{}:{role}", nf.on_node()),
             _ => {}
         }
         f.write_str(match self {
@@ -360,14 +394,10 @@ impl fmt::Display for FaultKind {
             FaultKind::RestartBroker { mid_batch: true } => "restart-broker:mid-batch",
             FaultKind::Pause => "pause",
             FaultKind::Partition => "partition",
-            FaultKind::Link(_) | FaultKind::Netem { .. } => "",
+            FaultKind::Link(_) | FaultKind::Netem { .. } | FaultKind::OnRole(..) => "",
             FaultKind::PartitionShape(Shape::Halves) => "partition:halves",
             FaultKind::PartitionShape(Shape::Ring) => "partition:ring",
             FaultKind::PartitionShape(Shape::Bridge) => "partition:bridge",
-            FaultKind::OnLeader(NodeFault::Kill) => "kill-broker:leader",
-            FaultKind::OnLeader(NodeFault::Restart) => "restart-broker:leader",
-            FaultKind::OnLeader(NodeFault::Pause) => "pause:leader",
-            FaultKind::OnLeader(NodeFault::Isolate) => "partition:leader",
         })
     }
 }
@@ -388,7 +418,7 @@ pub fn history_names(kind: FaultKind) -> (&'static str, &'static str) {
         FaultKind::RestartBroker { .. } => ("restart", "restarted"),
         FaultKind::Pause => ("pause", "resume"),
         FaultKind::Partition | FaultKind::PartitionShape(_) => ("partition", "heal"),
-        FaultKind::OnLeader(f) => history_names(f.on_node()),
+        FaultKind::OnRole(f, _) => history_names(f.on_node()),
         FaultKind::Link(l) => link_history_names(l),
         FaultKind::Netem { .. } => ("netem", "netem-end"),
     }
@@ -427,10 +457,10 @@ impl Fault {
         target: &str,
         pick: u64,
     ) -> Result<(Fault, Value), NemesisError> {
-        if let FaultKind::OnLeader(f) = kind {
-            let leader = find_role(cluster, kind, Role::Leader).await?;
-            let (fault, mut value) = Fault::start_on(f.on_node(), cluster, &leader, pick).await?;
-            value["role"] = json!(Role::Leader.to_string());
+        if let FaultKind::OnRole(f, role) = kind {
+            let node = find_role(cluster, kind, role).await?;
+            let (fault, mut value) = Fault::start_on(f.on_node(), cluster, &node, pick).await?;
+            value["role"] = json!(role.to_string());
             return Ok((fault, value));
         }
         Fault::start_on(kind, cluster, target, pick).await
@@ -523,7 +553,7 @@ impl Fault {
                 // A shape targets no one node: it heals by flushing every node.
                 return Ok((Fault { kind, target: None }, value));
             }
-            FaultKind::OnLeader(_) => {
+            FaultKind::OnRole(..) => {
                 return Err(failed(kind, target, "a role is resolved by `start`"))
             }
         };
@@ -543,8 +573,8 @@ impl Fault {
                 cluster.unpause_node(&target).await?;
                 Ok(json!({"node": target}))
             }
-            // `start` returns the fault it did on the leader, never this kind; heal it as that.
-            FaultKind::OnLeader(f) => match f {
+            // `start` returns the fault it did on the node found, never this kind; heal it as that.
+            FaultKind::OnRole(f, _) => match f {
                 NodeFault::Kill | NodeFault::Restart => {
                     cluster.start_node(&target).await?;
                     Ok(json!({"node": target}))
@@ -609,6 +639,10 @@ mod tests {
             "restart-broker:leader",
             "pause:leader",
             "partition:leader",
+            "kill-broker:group-coordinator",
+            "restart-broker:txn-coordinator",
+            "pause:group-coordinator",
+            "partition:txn-coordinator",
         ] {
             assert_eq!(
                 FaultKind::from_str(s)
@@ -619,6 +653,19 @@ mod tests {
             );
         }
         assert!(FaultKind::from_str("meteor").is_err());
+        assert!(FaultKind::from_str("kill-consumer:leader").is_err());
+        assert!(FaultKind::from_str("kill-broker:coordinator").is_err());
+        for f in [
+            NodeFault::Kill,
+            NodeFault::Restart,
+            NodeFault::Pause,
+            NodeFault::Isolate,
+        ] {
+            for r in Role::ALL {
+                let k = FaultKind::OnRole(f, r);
+                assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k));
+            }
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
-    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker[:leader], restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader], ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
+    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker[:ROLE], restart-broker[:mid-batch|:ROLE], pause[:ROLE], partition[:halves|:ring|:bridge|:ROLE] (ROLE: leader, group-coordinator, txn-coordinator), ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
     UnknownFault(String),
     #[error("{fault} is not supported here: {why}")]
     Unsupported { fault: String, why: String },

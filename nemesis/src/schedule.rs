@@ -74,7 +74,7 @@ impl Schedule {
                 // A consumer kill is instant; the harness restarts the consumer at once.
                 FaultKind::KillConsumer(_)
                 | FaultKind::RestartBroker { .. }
-                | FaultKind::OnLeader(crate::faults::NodeFault::Restart) => 0,
+                | FaultKind::OnRole(crate::faults::NodeFault::Restart, _) => 0,
                 _ => duration,
             };
             faults.push(ScheduledFault {

@@ -31,7 +31,12 @@ use std::time::{Duration, Instant};
 
 pub const INPUT: &str = "gauntlet-txn-in";
 pub const OUTPUT: &str = "gauntlet-txn-out";
-const GROUP: &str = "gauntlet-txn";
+pub const GROUP: &str = "gauntlet-txn";
+
+/// The transactional id of transformer `id`.
+pub fn transactional_id(id: u32) -> String {
+    format!("gauntlet-txn-{id}")
+}
 const OP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The workload's settings.
@@ -199,7 +204,7 @@ fn clients(bootstrap: &str, id: u32) -> Result<Clients, ClientError> {
         .subscribe(&[INPUT])
         .map_err(|e| setup_err("subscribe", e))?;
     let mut p = base(bootstrap);
-    p.set("transactional.id", format!("gauntlet-txn-{id}"))
+    p.set("transactional.id", transactional_id(id))
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "0")

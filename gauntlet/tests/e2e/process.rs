@@ -194,6 +194,10 @@ fn shapes_need_three_nodes_and_leaders_need_a_broker_that_names_one() {
         err.contains("partition:halves on sqs: needs at least three nodes"),
         "{err}"
     );
+    assert!(
+        !err.contains("first op"),
+        "refused only after ops began: {err}"
+    );
     let (code, err) = run_refused(
         "refuse-leader",
         &[
@@ -207,6 +211,30 @@ fn shapes_need_three_nodes_and_leaders_need_a_broker_that_names_one() {
     );
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("cannot tell which node leads"), "{err}");
+    assert!(
+        !err.contains("first op"),
+        "refused only after ops began: {err}"
+    );
+    let (code, err) = run_refused(
+        "refuse-coordinator",
+        &[
+            "--broker",
+            "rabbitmq",
+            "--time",
+            "2s",
+            "--nemesis",
+            "pause:txn-coordinator",
+        ],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("cannot tell which node is the txn-coordinator"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("first op"),
+        "refused only after ops began: {err}"
+    );
 }
 
 /// Seed D3, safe side, on Redis (primary and two replicas, AOF `appendfsync always`):

@@ -72,3 +72,63 @@ fn kafka_txn_aborted_outputs_are_visible_to_read_committed_consumers() {
     assert_run_folder(&r.dir);
     no_leftovers(&r.dir);
 }
+
+/// Faults aimed at Kafka's coordinators (issue 5): the harness asks the broker
+/// (FindCoordinator, from inside a node) which node coordinates the workload's
+/// transactional id and its consumer group, and pauses that node. On one node
+/// the answer is always n1; what this shows is that the question is asked and
+/// answered, that each pause is recorded with its role and node, and that the run
+/// heals, drains and loses nothing committed.
+#[test]
+fn pauses_aimed_at_the_txn_and_group_coordinators_hit_the_node_kafka_names() {
+    let schedule = schedule_file(
+        "coordinators",
+        &[
+            (3_000, 2_500, "pause:txn-coordinator", "n1", 1),
+            (8_000, 2_500, "pause:group-coordinator", "n1", 2),
+        ],
+    );
+    let r = run(
+        "kafka-txn-coordinators",
+        &[
+            "--broker",
+            "kafka",
+            "--workload",
+            "txn",
+            "--time",
+            "13s",
+            "--rate",
+            "30",
+            "--expect",
+            "exactly-once",
+            "--replay",
+            &schedule.display().to_string(),
+        ],
+    );
+    let _ = std::fs::remove_file(&schedule);
+    let events = nemesis_events(&r.dir);
+    let pauses: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["f"] == "pause" && e["type"] == "info")
+        .collect();
+    let roles: Vec<&str> = pauses
+        .iter()
+        .filter_map(|e| e["value"]["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        ["txn-coordinator", "group-coordinator"],
+        "{events:?}"
+    );
+    for p in &pauses {
+        assert_eq!(p["value"]["node"], "n1", "{p}");
+    }
+    assert!(
+        events.iter().filter(|e| e["f"] == "resume").count() >= 2,
+        "a pause was not resumed: {events:?}"
+    );
+    assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    assert_run_folder(&r.dir);
+    no_leftovers(&r.dir);
+}

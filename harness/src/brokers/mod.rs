@@ -48,5 +48,30 @@ mod tests {
         // One-node brokers with no notion of a leader say so.
         assert!(probe(BrokerKind::Kafka).is_none());
         assert!(probe(BrokerKind::Sqs).is_none());
+
+        // Kafka names its coordinators (FindCoordinator); the others have none.
+        for role in [Role::GroupCoordinator, Role::TxnCoordinator] {
+            let kafka = BrokerKind::Kafka
+                .recipe()
+                .role_probe(role)
+                .expect("kafka names its coordinators");
+            assert_eq!(
+                (kafka.parse)("n1", "19092 2 n2 19092\n").as_deref(),
+                Some("n2")
+            );
+            assert_eq!(
+                (kafka.parse)("n1", "9092 0 127.0.0.1 39112\n").as_deref(),
+                Some("n1")
+            );
+            assert_eq!((kafka.parse)("n1", ""), None);
+            for kind in [
+                BrokerKind::RabbitMq,
+                BrokerKind::Nats,
+                BrokerKind::Redis,
+                BrokerKind::Sqs,
+            ] {
+                assert!(kind.recipe().role_probe(role).is_none(), "{kind:?} {role}");
+            }
+        }
     }
 }

@@ -119,6 +119,8 @@ impl Recipe for Nats {
                         .map(str::to_string)
                 },
             }),
+            // Coordinators are Kafka's.
+            _ => None,
         }
     }
 }

@@ -132,6 +132,8 @@ impl Recipe for RabbitMq {
                     })
                 },
             }),
+            // Coordinators are Kafka's.
+            _ => None,
         }
     }
     fn ready_timeout(&self) -> std::time::Duration {

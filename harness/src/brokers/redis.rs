@@ -99,6 +99,8 @@ impl Recipe for Redis {
                         .then(|| node.to_string())
                 },
             }),
+            // Coordinators are Kafka's.
+            _ => None,
         }
     }
 }

@@ -55,6 +55,7 @@ pub(super) async fn drive_txn(
     }
     let cluster = RunCluster {
         deployment,
+        roles: RoleNames::of(scenario),
         pool,
         proxy,
         netem,
