@@ -282,6 +282,34 @@ impl<'a> Cursor<'a> {
 /// Parses a line in the writer's exact layout; `None` leaves it to the general parser.
 #[inline]
 pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
+    let mut end = 0;
+    let op = parse_prefix(line, &mut end)?;
+    (end == line.len()).then_some(op)
+}
+
+/// The op of the line at the start of `buf` when it takes the fast path and ends
+/// with `\n` inside `buf`; `next` is set to where the next line starts. The reader calls this
+/// before it looks for the newline: the parser finds the end of the line itself, so
+/// the bytes are scanned once. Everything else (`\r\n`, white space, a line cut at
+/// the end of the buffer) gives `None`, and the reader takes its general path.
+///
+/// Same as splitting at the first `\n` and calling [`parse`]: no value the fast
+/// path accepts holds a `\n` (strings stop at control characters), so the first
+/// `\n` is the one after the closing brace.
+#[inline(always)]
+pub(crate) fn parse_line<'a>(buf: &'a [u8], next: &mut usize) -> Option<Op<'a>> {
+    let op = parse_prefix(buf, next)?;
+    if buf.get(*next) != Some(&b'\n') {
+        return None;
+    }
+    *next += 1;
+    Some(op)
+}
+
+/// Parses one op from the start of `line`; `end` is set to the position after its
+/// `}`. (An out parameter: returning a pair made the op be copied once more.)
+#[inline(always)]
+fn parse_prefix<'a>(line: &'a [u8], end: &mut usize) -> Option<Op<'a>> {
     let mut c = Cursor { b: line, i: 0 };
     if !c.lit(b"{\"index\":") {
         return None;
@@ -352,13 +380,14 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
     } else {
         None
     };
-    if !c.lit(b"}") || c.i != line.len() {
+    if !c.lit(b"}") {
         return None;
     }
     // The general parser refuses these (a send must say what it sends).
     if kind == OpType::Invoke && matches!(f, F::Send | F::Txn) && value == Value::None {
         return None;
     }
+    *end = c.i;
     Some(Op {
         index,
         time,
@@ -380,6 +409,11 @@ mod tests {
 
     /// Every line the fast path takes, the general parser takes too, with the same op.
     fn agree(line: &[u8]) -> bool {
+        // What the reader sees: the line, its newline and the start of the next one.
+        let mut buf = line.to_vec();
+        buf.extend_from_slice(b"\n{\"index\":");
+        let mut next = 0;
+        let in_buffer = parse_line(&buf, &mut next).map(|op| (op, next));
         match parse(line) {
             Some(op) => {
                 assert_eq!(
@@ -388,9 +422,23 @@ mod tests {
                     "{}",
                     String::from_utf8_lossy(line)
                 );
+                assert_eq!(
+                    in_buffer,
+                    Some((op, line.len() + 1)),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+                // Cut before its newline, the line is left to the general path.
+                assert_eq!(parse_line(line, &mut next), None);
                 true
             }
-            None => false,
+            None => {
+                // A line with no newline inside it can only be taken whole.
+                if !line.contains(&b'\n') {
+                    assert_eq!(in_buffer, None, "{}", String::from_utf8_lossy(line));
+                }
+                false
+            }
         }
     }
 

@@ -54,6 +54,17 @@ pub fn read<R: Read>(name: &Path, mut input: R) -> Result<History, HistoryError>
         source,
     };
     loop {
+        // Most lines are the writer's layout: parsed in one pass that also finds the
+        // line's end. The rest (and a line cut at the end of the buffer) below.
+        let mut used = 0;
+        if let Some(op) = crate::fast::parse_line(&buf[start..end], &mut used) {
+            line_no += 1;
+            start += used;
+            builder
+                .push(&op, line_no)
+                .map_err(|problem| line_error(name, line_no, problem))?;
+            continue;
+        }
         let (line_end, next, complete) = match memchr::memchr(b'\n', &buf[start..end]) {
             Some(p) => (start + p, start + p + 1, true),
             None if eof => {
