@@ -100,18 +100,58 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         }
         invoked_by_completion[i as usize] = k as u32;
     }
-    let rank = |s: u32| rank_of[s as usize] as usize;
-    let mut tree = Fenwick(vec![0; n + 1]);
-
-    // (a) per consumer.
+    // (a) per consumer, with a Fenwick tree over the ranks of that consumer's own
+    // receipts only: a small tree stays in cache, where one over all sends missed it
+    // on every step. Each receipt's slot in it and each query's bound come from
+    // sorting (rank or bound, position) pairs, nearly sorted already, and a sweep.
+    let mut by_rank: Vec<(u32, u32)> = Vec::new();
+    let mut queries: Vec<(u32, u32)> = Vec::new();
+    let mut slot = Vec::new();
+    let mut below = Vec::new();
+    let mut tree = Fenwick(Vec::new());
     for c in 0..n_proc {
         let list = &by_consumer[counts[c] as usize..counts[c + 1] as usize];
+        by_rank.clear();
+        queries.clear();
+        for (pos, &di) in list.iter().enumerate() {
+            let si = h.deliveries[di as usize].send as usize;
+            by_rank.push((rank_of[si], pos as u32));
+            let s = &h.sends[si];
+            if s.outcome == Outcome::Ok && s.complete != NO_OP {
+                queries.push((invoked_by_completion[si], pos as u32));
+            }
+        }
+        by_rank.sort();
+        queries.sort();
+        // slot[pos]: receipts of lower rank (equal ranks, a transaction's sends,
+        // share the first slot of their run); below[pos]: receipts of rank below the
+        // number of sends invoked by the completion of pos's send.
+        slot.clear();
+        slot.resize(list.len(), 0u32);
+        for (i, &(r, pos)) in by_rank.iter().enumerate() {
+            slot[pos as usize] = if i > 0 && by_rank[i - 1].0 == r {
+                slot[by_rank[i - 1].1 as usize]
+            } else {
+                i as u32
+            };
+        }
+        below.clear();
+        below.resize(list.len(), 0u32);
+        let mut k = 0usize;
+        for &(bound, pos) in &queries {
+            while k < by_rank.len() && by_rank[k].0 < bound {
+                k += 1;
+            }
+            below[pos as usize] = k as u32;
+        }
+        tree.0.clear();
+        tree.0.resize(list.len() + 1, 0);
         for (pos, &di) in list.iter().enumerate() {
             let s = &h.sends[h.deliveries[di as usize].send as usize];
             if s.outcome == Outcome::Ok && s.complete != NO_OP {
-                // Received before s, but invoked after s completed.
-                let r = invoked_by_completion[h.deliveries[di as usize].send as usize] as usize;
-                let later = pos as i64 - tree.prefix(r);
+                // Received before s, but invoked after s completed: the earlier
+                // receipts whose rank is not below the invokes up to s's completion.
+                let later = pos as i64 - tree.prefix(below[pos] as usize);
                 if later > 0 {
                     found.count += later as u64;
                     if found.wants_examples() {
@@ -138,10 +178,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                     }
                 }
             }
-            tree.add(rank(h.deliveries[di as usize].send), 1);
-        }
-        for &di in list {
-            tree.add(rank(h.deliveries[di as usize].send), -1);
+            tree.add(slot[pos] as usize, 1);
         }
     }
 
