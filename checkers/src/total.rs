@@ -103,34 +103,42 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     // (a) per consumer, with a Fenwick tree over the ranks of that consumer's own
     // receipts only: a small tree stays in cache, where one over all sends missed it
     // on every step. Each receipt's slot in it and each query's bound come from
-    // sorting (rank or bound, position) pairs, nearly sorted already, and a sweep.
-    let mut by_rank: Vec<(u32, u32)> = Vec::new();
-    let mut queries: Vec<(u32, u32)> = Vec::new();
+    // radix-sorting positions by rank and by bound, and a sweep.
+    let mut rank: Vec<u32> = Vec::new();
+    let mut bound: Vec<u32> = Vec::new();
+    let mut by_rank: Vec<u32> = Vec::new();
+    let mut queries: Vec<u32> = Vec::new();
     let mut slot = Vec::new();
     let mut below = Vec::new();
     let mut tree = Fenwick(Vec::new());
     for c in 0..n_proc {
         let list = &by_consumer[counts[c] as usize..counts[c + 1] as usize];
-        by_rank.clear();
+        rank.clear();
+        bound.clear();
         queries.clear();
         for (pos, &di) in list.iter().enumerate() {
             let si = h.deliveries[di as usize].send as usize;
-            by_rank.push((rank_of[si], pos as u32));
+            rank.push(rank_of[si]);
             let s = &h.sends[si];
             if s.outcome == Outcome::Ok && s.complete != NO_OP {
-                queries.push((invoked_by_completion[si], pos as u32));
+                bound.push(invoked_by_completion[si]);
+                queries.push(pos as u32);
+            } else {
+                bound.push(0);
             }
         }
-        by_rank.sort();
-        queries.sort();
+        by_rank.clear();
+        by_rank.extend(0..list.len() as u32);
+        crate::radix::sort_by_key(&mut by_rank, |p| u64::from(rank[p as usize]));
+        crate::radix::sort_by_key(&mut queries, |p| u64::from(bound[p as usize]));
         // slot[pos]: receipts of lower rank (equal ranks, a transaction's sends,
         // share the first slot of their run); below[pos]: receipts of rank below the
         // number of sends invoked by the completion of pos's send.
         slot.clear();
         slot.resize(list.len(), 0u32);
-        for (i, &(r, pos)) in by_rank.iter().enumerate() {
-            slot[pos as usize] = if i > 0 && by_rank[i - 1].0 == r {
-                slot[by_rank[i - 1].1 as usize]
+        for (i, &pos) in by_rank.iter().enumerate() {
+            slot[pos as usize] = if i > 0 && rank[by_rank[i - 1] as usize] == rank[pos as usize] {
+                slot[by_rank[i - 1] as usize]
             } else {
                 i as u32
             };
@@ -138,8 +146,9 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         below.clear();
         below.resize(list.len(), 0u32);
         let mut k = 0usize;
-        for &(bound, pos) in &queries {
-            while k < by_rank.len() && by_rank[k].0 < bound {
+        for &pos in &queries {
+            let b = bound[pos as usize];
+            while k < by_rank.len() && rank[by_rank[k] as usize] < b {
                 k += 1;
             }
             below[pos as usize] = k as u32;

@@ -15,8 +15,9 @@ use std::time::Instant;
 pub type Graph = Csr<(), u8, Directed, u32>;
 
 /// Builds the graph from (from, to, kind) triples in any order; pairs are merged, kinds or-ed.
-/// A counting sort by source, then a small sort per source.
-pub fn build(n: usize, edges: Vec<(u32, u32, u8)>) -> Graph {
+/// A counting sort by source, then a small sort per source; the merged list is
+/// written back into `edges` (its pages are in memory already).
+pub fn build(n: usize, mut edges: Vec<(u32, u32, u8)>) -> Graph {
     let mut start = vec![0usize; n + 1];
     for &(a, _, _) in &edges {
         start[a as usize + 1] += 1;
@@ -26,27 +27,29 @@ pub fn build(n: usize, edges: Vec<(u32, u32, u8)>) -> Graph {
     }
     let mut cursor = start.clone();
     let mut slots: Vec<(u32, u8)> = vec![(0, 0); edges.len()];
-    for (a, b, k) in edges {
+    for &(a, b, k) in &edges {
         let c = &mut cursor[a as usize];
         slots[*c] = (b, k);
         *c += 1;
     }
-    let mut merged: Vec<(u32, u32, u8)> = Vec::with_capacity(slots.len());
+    drop(cursor);
+    edges.clear();
     for a in 0..n {
         let out = &mut slots[start[a]..start[a + 1]];
         out.sort_unstable_by_key(|&(b, _)| b);
-        let first = merged.len();
+        let first = edges.len();
         for &(b, k) in out.iter() {
-            let l = merged.len();
-            if l > first && merged[l - 1].1 == b {
-                merged[l - 1].2 |= k;
+            let l = edges.len();
+            if l > first && edges[l - 1].1 == b {
+                edges[l - 1].2 |= k;
             } else {
-                merged.push((a as u32, b, k));
+                edges.push((a as u32, b, k));
             }
         }
     }
     drop(slots);
-    let mut g: Graph = Csr::from_sorted_edges(&merged).unwrap_or_default();
+    let mut g: Graph = Csr::from_sorted_edges(&edges).unwrap_or_default();
+    drop(edges);
     while g.node_count() < n {
         g.add_node(());
     }

@@ -43,7 +43,7 @@ pub(crate) enum Source {
 }
 
 /// A transaction, a send or a poll.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub src: Source,
     pub process: u32,
@@ -165,38 +165,18 @@ fn build(h: &History) -> Ctx<'_> {
             .get(value)
             .is_some_and(|s| delivered[s as usize])
     };
-    let mut items: Vec<Item> = Vec::new();
-    let mut writes: Vec<Access> = Vec::new();
+    let bare = h.sends.iter().filter(|s| !s.in_txn).count();
+    let mut items: Vec<Item> = Vec::with_capacity(bare + h.txns.len());
+    let mut writes: Vec<Access> = Vec::with_capacity(h.sends.len());
     let mut reads: Vec<Access> = Vec::new();
     let acc = |value: i64, obj: u32| Access {
         value,
         obj,
         pos: NONE,
     };
-    for (ti, t) in h.txns.iter().enumerate() {
-        let (w_first, r_first) = (u32_of(writes.len()), u32_of(reads.len()));
-        let mut any_read = false;
-        for m in h.txn_mops_of(t) {
-            if m.send {
-                any_read |= was_read(m.value);
-                writes.push(acc(m.value, m.partition));
-            } else {
-                reads.push(acc(m.value, m.partition));
-            }
-        }
-        items.push(Item {
-            src: Source::Txn(u32_of(ti)),
-            process: t.process,
-            invoke: t.invoke,
-            complete: t.complete,
-            outcome: t.outcome,
-            node: t.outcome == Outcome::Ok || (t.outcome == Outcome::Info && any_read),
-            w_first,
-            w_count: u32_of(writes.len()) - w_first,
-            r_first,
-            r_count: u32_of(reads.len()) - r_first,
-        });
-    }
+    // Bare sends first, then the transactions merged in by invoke: both come in
+    // invoke order (a bare send is stored at its invoke, transactions in invoke
+    // order), and two ops never share an invoke.
     for (si, s) in h.sends.iter().enumerate() {
         if s.in_txn {
             continue;
@@ -212,12 +192,36 @@ fn build(h: &History) -> Ctx<'_> {
             node: s.outcome == Outcome::Ok || (s.outcome == Outcome::Info && delivered[si]),
             w_first,
             w_count: 1,
-            r_first: u32_of(reads.len()),
+            r_first: 0,
             r_count: 0,
         });
     }
-    items.sort_by_key(|it| it.invoke);
-
+    let mut txn_items: Vec<Item> = Vec::with_capacity(h.txns.len());
+    for (ti, t) in h.txns.iter().enumerate() {
+        let (w_first, r_first) = (u32_of(writes.len()), u32_of(reads.len()));
+        let mut any_read = false;
+        for m in h.txn_mops_of(t) {
+            if m.send {
+                any_read |= was_read(m.value);
+                writes.push(acc(m.value, m.partition));
+            } else {
+                reads.push(acc(m.value, m.partition));
+            }
+        }
+        txn_items.push(Item {
+            src: Source::Txn(u32_of(ti)),
+            process: t.process,
+            invoke: t.invoke,
+            complete: t.complete,
+            outcome: t.outcome,
+            node: t.outcome == Outcome::Ok || (t.outcome == Outcome::Info && any_read),
+            w_first,
+            w_count: u32_of(writes.len()) - w_first,
+            r_first,
+            r_count: u32_of(reads.len()) - r_first,
+        });
+    }
+    merge_by_invoke(&mut items, txn_items);
     // Version orders.
     let mut entries: Vec<(u32, i64, i64)> = Vec::new();
     for s in &h.sends {
@@ -321,6 +325,33 @@ fn build(h: &History) -> Ctx<'_> {
         reads,
         v,
         writer_of,
+    }
+}
+
+/// Merges `more` into `items`, both by invoke, in place from the back; a sort
+/// if either is out of order after all.
+fn merge_by_invoke(items: &mut Vec<Item>, more: Vec<Item>) {
+    let sorted = |v: &[Item]| v.windows(2).all(|w| w[0].invoke <= w[1].invoke);
+    if !sorted(items) || !sorted(&more) {
+        items.extend(more);
+        items.sort_by_key(|it| it.invoke);
+        return;
+    }
+    let m = items.len();
+    let Some(&fill) = more.first() else {
+        return;
+    };
+    items.resize(m + more.len(), fill);
+    let (mut i, mut j, mut w) = (m, more.len(), items.len());
+    while j > 0 {
+        w -= 1;
+        if i > 0 && items[i - 1].invoke > more[j - 1].invoke {
+            items[w] = items[i - 1];
+            i -= 1;
+        } else {
+            items[w] = more[j - 1];
+            j -= 1;
+        }
     }
 }
 
