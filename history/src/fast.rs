@@ -288,21 +288,24 @@ pub(crate) fn parse(line: &[u8]) -> Option<Op<'_>> {
 }
 
 /// The op of the line at the start of `buf` when it takes the fast path and ends
-/// with `\n` inside `buf`; `next` is set to where the next line starts. The reader calls this
-/// before it looks for the newline: the parser finds the end of the line itself, so
-/// the bytes are scanned once. Everything else (`\r\n`, white space, a line cut at
-/// the end of the buffer) gives `None`, and the reader takes its general path.
+/// with `\n` or `\r\n` inside `buf`; `next` is set to where the next line starts. The
+/// reader calls this before it looks for the newline: the parser finds the end of the
+/// line itself, so the bytes are scanned once. Everything else (white space, a line
+/// cut at the end of the buffer) gives `None`, and the reader takes its general path.
 ///
-/// Same as splitting at the first `\n` and calling [`parse`]: no value the fast
-/// path accepts holds a `\n` (strings stop at control characters), so the first
-/// `\n` is the one after the closing brace.
+/// Same as splitting at the first `\n`, dropping one `\r` before it (as the reader
+/// does) and calling [`parse`]: no value the fast path accepts holds a `\r` or `\n`
+/// (strings stop at control characters), so the first `\n` is the one after the
+/// closing brace.
 #[inline(always)]
 pub(crate) fn parse_line<'a>(buf: &'a [u8], next: &mut usize) -> Option<Op<'a>> {
     let op = parse_prefix(buf, next)?;
-    if buf.get(*next) != Some(&b'\n') {
-        return None;
-    }
-    *next += 1;
+    let eol = match buf.get(*next..) {
+        Some([b'\n', ..]) => 1,
+        Some([b'\r', b'\n', ..]) => 2,
+        _ => return None,
+    };
+    *next += eol;
     Some(op)
 }
 
@@ -424,18 +427,37 @@ mod tests {
                 );
                 assert_eq!(
                     in_buffer,
-                    Some((op, line.len() + 1)),
+                    Some((op.clone(), line.len() + 1)),
                     "{}",
                     String::from_utf8_lossy(line)
                 );
                 // Cut before its newline, the line is left to the general path.
                 assert_eq!(parse_line(line, &mut next), None);
+                // Ended by `\r\n`, it is taken the same, both bytes with it.
+                let mut crlf = line.to_vec();
+                crlf.extend_from_slice(b"\r\n{");
+                assert_eq!(
+                    parse_line(&crlf, &mut next).map(|op| (op, next)),
+                    Some((op, line.len() + 2)),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+                // A `\r` not followed by `\n` is the general path's.
+                crlf.truncate(line.len() + 1);
+                assert_eq!(parse_line(&crlf, &mut next), None);
                 true
             }
             None => {
-                // A line with no newline inside it can only be taken whole.
+                // A line with no newline inside it can only be taken whole, or
+                // without the one `\r` the reader drops before a newline.
                 if !line.contains(&b'\n') {
-                    assert_eq!(in_buffer, None, "{}", String::from_utf8_lossy(line));
+                    let without_cr = line.strip_suffix(b"\r").and_then(parse);
+                    assert_eq!(
+                        in_buffer.map(|(op, _)| op),
+                        without_cr,
+                        "{}",
+                        String::from_utf8_lossy(line)
+                    );
                 }
                 false
             }
