@@ -17,13 +17,54 @@ pub(crate) enum Ident {
 }
 
 pub(crate) fn ident(d: &Delivery) -> Ident {
-    if d.offset != NO_OFFSET {
-        Ident::Pos(d.partition, d.offset)
-    } else if d.id != NONE {
-        Ident::Id(d.id)
+    ident_of(d.partition, d.offset, d.id)
+}
+
+fn ident_of(partition: u32, offset: i64, id: u32) -> Ident {
+    if offset != NO_OFFSET {
+        Ident::Pos(partition, offset)
+    } else if id != NONE {
+        Ident::Id(id)
     } else {
         Ident::Unknown
     }
+}
+
+/// Two identities that name different broker messages (both known, of one kind).
+fn differ(a: Ident, b: Ident) -> bool {
+    match (a, b) {
+        (Ident::Pos(..), Ident::Pos(..)) | (Ident::Id(_), Ident::Id(_)) => a != b,
+        _ => false,
+    }
+}
+
+/// [send]: whether the message is known to be written: its send ended `ok`, or
+/// ended `info` and an `ok` read returned it or another send of its transaction
+/// (Jepsen's `must-have-committed?`).
+pub(crate) fn written(h: &History, delivered_any: &[bool]) -> Vec<bool> {
+    let mut w: Vec<bool> = h
+        .sends
+        .iter()
+        .zip(delivered_any)
+        .map(|(s, &d)| s.outcome == Outcome::Ok || (s.outcome == Outcome::Info && d))
+        .collect();
+    for t in &h.txns {
+        if t.outcome != Outcome::Info {
+            continue;
+        }
+        let sends = || {
+            h.txn_mops_of(t)
+                .iter()
+                .filter(|m| m.send)
+                .filter_map(|m| h.send_of_value.get(m.value))
+        };
+        if sends().any(|s| delivered_any[s as usize]) {
+            for s in sends() {
+                w[s as usize] = true;
+            }
+        }
+    }
+    w
 }
 
 /// The delivery index the other checkers read.
@@ -38,6 +79,8 @@ pub(crate) struct Index {
     pub earliest_poll: Vec<Vec<u32>>,
     /// [send]: delivered to any group.
     pub delivered_any: Vec<bool>,
+    /// [send]: known to be written ([`written`]).
+    pub written: Vec<bool>,
     /// [delivery]: the consumer's first receipt of this value (and the value was sent).
     pub first_receipt: Vec<bool>,
 }
@@ -113,6 +156,9 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
     let mut repeat_receipts: FxHashSet<(u32, u32)> = FxHashSet::default();
     // Identities a group saw for a send, once it has seen two different ones.
     let mut many_idents: FxHashMap<(u32, u32), Vec<Ident>> = FxHashMap::default();
+    // [slot][partition]: the highest offset the group was delivered there, and by which delivery.
+    let n_parts = h.partitions.len();
+    let mut max_offset: Vec<Vec<(i64, u32)>> = vec![Vec::new(); groups.len()];
 
     for (di, d) in h.deliveries.iter().enumerate() {
         let poll = &h.polls[d.poll as usize];
@@ -128,14 +174,29 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
         let s = d.send as usize;
         delivered_any[s] = true;
         let id = ident(d);
+        if d.offset != NO_OFFSET && d.partition != NONE {
+            let m = &mut max_offset[slot as usize];
+            if m.is_empty() {
+                m.resize(n_parts, (NO_OFFSET, NONE));
+            }
+            let e = &mut m[d.partition as usize];
+            if d.offset > e.0 {
+                *e = (d.offset, di as u32);
+            }
+        }
+        // Stored at two positions: the send's completion named another one
+        // than this delivery, or an earlier delivery did.
+        let send = &h.sends[s];
+        if send.outcome != Outcome::Fail
+            && differ(ident_of(send.partition, send.offset, send.id), id)
+        {
+            dup_values.insert(d.send);
+        }
         let g0 = global_first[s];
         if g0 == NONE {
             global_first[s] = di as u32;
-        } else {
-            let i0 = ident(&h.deliveries[g0 as usize]);
-            if id != Ident::Unknown && i0 != Ident::Unknown && id != i0 {
-                dup_values.insert(d.send);
-            }
+        } else if differ(ident(&h.deliveries[g0 as usize]), id) {
+            dup_values.insert(d.send);
         }
         let f = first[slot as usize][s];
         if f == NONE {
@@ -175,46 +236,97 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
         }
     }
 
+    let written = written(h, &delivered_any);
+    // Positions seen elsewhere: another ok attempt of a retried send, reads of
+    // ops that did not end ok.
+    let mut first_observed: FxHashMap<u32, Ident> = FxHashMap::default();
+    for o in &h.observed {
+        let Some(s) = h.send_of_value.get(o.value) else {
+            continue;
+        };
+        let id = ident_of(o.partition, o.offset, o.id);
+        let send = &h.sends[s as usize];
+        let own = if written[s as usize] {
+            ident_of(send.partition, send.offset, send.id)
+        } else {
+            Ident::Unknown
+        };
+        let delivered = match global_first[s as usize] {
+            NONE => Ident::Unknown,
+            d => ident(&h.deliveries[d as usize]),
+        };
+        let seen = *first_observed.entry(s).or_insert(id);
+        if differ(own, id) || differ(delivered, id) || differ(seen, id) {
+            dup_values.insert(s);
+        }
+    }
+
     // Lost / unseen, aborted reads, recovered.
     let drained = h.drained;
     let mut lost = Found::new(max);
     let mut unseen = Found::new(max);
     let mut aborted_read = Found::new(max);
     let mut recovered = Found::new(max);
+    let mut missing_in: Vec<u32> = Vec::new();
+    let mut lost_in: Vec<(u32, u32)> = Vec::new();
     for (s, send) in h.sends.iter().enumerate() {
-        match send.outcome {
-            Outcome::Ok => {
-                let mut missing_in: Vec<u32> = Vec::new();
-                for (slot, &g) in groups.iter().enumerate() {
-                    if first[slot][s] == NONE {
-                        missing_in.push(g);
-                    }
-                }
-                if missing_in.is_empty() {
+        if written[s] {
+            missing_in.clear();
+            lost_in.clear();
+            for (slot, &g) in groups.iter().enumerate() {
+                if first[slot][s] != NONE {
                     continue;
                 }
-                let target = if drained.is_some() {
-                    &mut lost
-                } else {
-                    &mut unseen
-                };
-                for &g in &missing_in {
-                    target.group_hit(h.group_name(g));
-                }
-                target.hit(|| {
-                    let mut v = json!({
-                        "value": send.value,
-                        "key": h.key_name(send.key),
-                        "groups": missing_in.iter().map(|&g| h.group_name(g)).collect::<Vec<_>>(),
-                        "send_invoke": send.invoke,
-                        "send_ok": send.complete,
-                    });
-                    if let Some(d) = drained {
-                        v["drained"] = json!(d);
+                missing_in.push(g);
+                // Skipped for certain: the group was delivered a higher offset
+                // of the same partition, and no poll of it has an unknown outcome.
+                if send.offset != NO_OFFSET && send.partition != NONE && !h.group_is_unsure(g) {
+                    if let Some(&(o, d)) = max_offset[slot].get(send.partition as usize) {
+                        if o != NO_OFFSET && o > send.offset {
+                            lost_in.push((g, d));
+                        }
                     }
-                    v
-                });
+                }
             }
+        }
+        if written[s] && !missing_in.is_empty() {
+            let (target, groups_hit) = if drained.is_some() {
+                (&mut lost, &missing_in[..])
+            } else if !lost_in.is_empty() {
+                missing_in.retain(|g| lost_in.iter().any(|l| l.0 == *g));
+                (&mut lost, &missing_in[..])
+            } else {
+                (&mut unseen, &missing_in[..])
+            };
+            for &g in groups_hit {
+                target.group_hit(h.group_name(g));
+            }
+            target.hit(|| {
+                let mut v = json!({
+                    "value": send.value,
+                    "key": h.key_name(send.key),
+                    "groups": groups_hit.iter().map(|&g| h.group_name(g)).collect::<Vec<_>>(),
+                    "send_invoke": send.invoke,
+                    "send_ok": op_or_null(send.complete),
+                });
+                if send.outcome != Outcome::Ok {
+                    v["send_outcome"] = json!("info");
+                    v["proven_by"] = json!("a read of it or of its transaction's other sends");
+                }
+                if let Some(d) = drained {
+                    v["drained"] = json!(d);
+                } else if let Some(&(_, d)) = lost_in.first() {
+                    let (_, part) = h.partition(send.partition).unwrap_or((None, -1));
+                    let dd = &h.deliveries[d as usize];
+                    v["partition"] = json!(part);
+                    v["offset"] = json!(send.offset);
+                    v["higher_offset_delivered"] = delivery_json(h, dd);
+                }
+                v
+            });
+        }
+        match send.outcome {
+            Outcome::Ok => {}
             Outcome::Fail | Outcome::Info if delivered_any[s] => {
                 let target = if send.outcome == Outcome::Fail {
                     &mut aborted_read
@@ -286,6 +398,7 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
             first,
             earliest_poll,
             delivered_any,
+            written,
             first_receipt,
         },
         Findings {

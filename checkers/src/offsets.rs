@@ -6,7 +6,7 @@
 //! Offsets are nearly dense in practice, so the tables are plain vectors; a
 //! partition whose offsets are too sparse for that is sorted instead.
 use crate::found::Found;
-use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET};
+use gauntlet_history::model::{History, NONE, NO_OFFSET};
 use rustc_hash::FxHashSet;
 use serde_json::{json, Value};
 
@@ -24,8 +24,10 @@ fn describe(h: &History, at: At) -> Value {
     }
 }
 
-/// Calls `f(position, value, op)` for every claim, sends first.
-fn claims(h: &History, mut f: impl FnMut(At, i64, u64)) {
+/// Calls `f(position, value, op)` for every claim, sends first: the positions
+/// of written sends (`ok`, or `info` and proven written by a read, `written`),
+/// of deliveries, and of the messages read by ops that did not end `ok`.
+fn claims(h: &History, written: &[bool], mut f: impl FnMut(At, i64, u64)) {
     let mut claim = |partition: u32, offset: i64, id: u32, value: i64, op: u64| {
         if offset != NO_OFFSET {
             f((partition, offset), value, op);
@@ -34,8 +36,8 @@ fn claims(h: &History, mut f: impl FnMut(At, i64, u64)) {
             f((ID, i64::from(id)), value, op);
         }
     };
-    for s in &h.sends {
-        if s.outcome == Outcome::Ok {
+    for (s, &w) in h.sends.iter().zip(written) {
+        if w {
             claim(s.partition, s.offset, s.id, s.value, s.complete);
         }
     }
@@ -48,6 +50,9 @@ fn claims(h: &History, mut f: impl FnMut(At, i64, u64)) {
             h.polls[d.poll as usize].complete,
         );
     }
+    for o in &h.observed {
+        claim(o.partition, o.offset, o.id, o.value, o.op);
+    }
 }
 
 /// Table slot of a partition: partition ids are dense, NONE and ID get the last two.
@@ -59,11 +64,11 @@ fn slot(p: u32, n: usize) -> usize {
     }
 }
 
-pub(crate) fn check(h: &History, max: usize) -> Found {
+pub(crate) fn check(h: &History, written: &[bool], max: usize) -> Found {
     let n = h.partitions.len();
     // Pass 1: offset range and claim count per partition.
     let mut range: Vec<(i64, i64, u64)> = vec![(i64::MAX, i64::MIN, 0); n + 2];
-    claims(h, |(p, o), _, _| {
+    claims(h, written, |(p, o), _, _| {
         let r = &mut range[slot(p, n)];
         r.0 = r.0.min(o);
         r.1 = r.1.max(o);
@@ -88,7 +93,7 @@ pub(crate) fn check(h: &History, max: usize) -> Found {
     let mut sparse: Vec<(At, i64)> = Vec::new();
     let mut bad: FxHashSet<At> = FxHashSet::default();
     let mut taken_min: FxHashSet<At> = FxHashSet::default();
-    claims(h, |at, v, _| {
+    claims(h, written, |at, v, _| {
         let s = slot(at.0, n);
         if !dense[s] {
             sparse.push((at, v));
@@ -117,7 +122,7 @@ pub(crate) fn check(h: &History, max: usize) -> Found {
     shown.truncate(max);
     let wanted: FxHashSet<At> = shown.iter().copied().collect();
     let mut seen: rustc_hash::FxHashMap<At, Vec<(i64, u64)>> = Default::default();
-    claims(h, |at, v, op| {
+    claims(h, written, |at, v, op| {
         if wanted.contains(&at) {
             let list = seen.entry(at).or_default();
             if list.len() < 2 && list.first().is_none_or(|f| f.0 != v) {

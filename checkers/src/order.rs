@@ -189,11 +189,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                 idx.first[slot as usize][s as usize] < di
                     || (ep != NONE && ep != d.poll && h.polls[ep as usize].invoke < poll.complete)
             };
-            let written = |s: u32| {
-                let x = &h.sends[s as usize];
-                x.outcome == Outcome::Ok
-                    || (x.outcome == Outcome::Info && idx.delivered_any[s as usize])
-            };
+            let written = |s: u32| idx.written[s as usize];
             let ptr = settled.entry((slot, pair)).or_insert(0);
             while (*ptr as usize) < sends.len() {
                 let s = sends[*ptr as usize];
@@ -264,6 +260,8 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     }
 
     // Partition order, over every delivery with an offset.
+    // Any reset restarts it, whatever partitions it names: a consumer that is
+    // assigned a partition again may start over at its committed offset.
     let mut resets: Vec<Vec<u64>> = vec![Vec::new(); h.processes.len()];
     for r in &h.resets {
         resets[r.process as usize].push(r.index);
@@ -271,7 +269,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
     let mut partition_order = Found::new(max);
     let mut partitions_violated: FxHashSet<u32> = FxHashSet::default();
     // (consumer, partition) -> (epoch, last offset, delivery), or NO_LAST.
-    const NO_LAST: (usize, i64, u32) = (usize::MAX, 0, NONE);
+    const NO_LAST: (u32, i64, u32) = (u32::MAX, 0, NONE);
     let mut last_offset = Table2::new(n_proc, h.partitions.len() + 1, NO_LAST, budget);
     let mut has_offsets = false;
     for (di, d) in h.deliveries.iter().enumerate() {
@@ -281,7 +279,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         has_offsets = true;
         let poll = &h.polls[d.poll as usize];
         let c = poll.process;
-        let epoch = resets[c as usize].partition_point(|&r| r < poll.invoke);
+        let epoch = resets[c as usize].partition_point(|&r| r < poll.invoke) as u32;
         let part = if d.partition == NONE {
             h.partitions.len() as u32
         } else {

@@ -1,4 +1,4 @@
-//! The verdict of the v1 contract: validity, a status per guarantee, every anomaly type with its count and evidence.
+//! The verdict of the v1.1 contract: validity, a status per guarantee, every anomaly type with its count and evidence.
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -197,6 +197,17 @@ impl AnomalyKind {
         AnomalyKind::IntSendSkip,
         AnomalyKind::IntNonmonotonicSend,
     ];
+    /// Jepsen's Kafka checks of how polls and sends move through each
+    /// partition: in the verdict of any history whose messages carry offsets.
+    pub const KAFKA: [AnomalyKind; 7] = [
+        AnomalyKind::PollSkip,
+        AnomalyKind::NonmonotonicPoll,
+        AnomalyKind::NonmonotonicSend,
+        AnomalyKind::IntPollSkip,
+        AnomalyKind::IntNonmonotonicPoll,
+        AnomalyKind::IntSendSkip,
+        AnomalyKind::IntNonmonotonicSend,
+    ];
     pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::Lost,
         AnomalyKind::Unseen,
@@ -353,9 +364,61 @@ pub struct Verdict {
     /// Extension: notes on the read or the check (cut-off last line, bounds hit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Extension: the run that recorded the history did not finish as planned
+    /// (interrupted, or its history could not be written whole). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Why a run's history is not the whole run (the verdict's `incomplete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IncompleteReason {
+    /// Stopped before its end (Ctrl-C, SIGTERM): what was recorded is whole up to
+    /// the stop, with no `drained` marker.
+    Interrupted,
+    /// Writing the history failed (a full disk): the file is a prefix of the run,
+    /// and what it lacks can forge anomalies, so nothing is judged.
+    HistoryWriteFailed,
+}
+
+/// The verdict's `incomplete` extension: why, and what happened, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Incomplete {
+    pub reason: IncompleteReason,
+    pub detail: String,
 }
 
 impl Verdict {
+    /// Marks the verdict of a run that did not finish as planned.
+    ///
+    /// - [`IncompleteReason::Interrupted`]: the judgement stands (the history is
+    ///   whole up to the stop; without a `drained` marker at-least-once is already
+    ///   `unknown` unless a loss is proven by offsets); a warning says so.
+    /// - [`IncompleteReason::HistoryWriteFailed`]: the history lost its tail, and a
+    ///   delivery that was never written can make a message look lost, an order
+    ///   broken or a guarantee held. So every guarantee becomes `unknown` and so does
+    ///   `valid`, never `false`; the anomalies stay, as what the prefix shows.
+    pub fn mark_incomplete(&mut self, incomplete: Incomplete) {
+        match incomplete.reason {
+            IncompleteReason::Interrupted => self
+                .warnings
+                .push(format!("run interrupted: {}", incomplete.detail)),
+            IncompleteReason::HistoryWriteFailed => {
+                for s in self.guarantees.values_mut() {
+                    *s = Status::Unknown;
+                }
+                self.valid = Validity::Unknown;
+                self.warnings.push(format!(
+                    "not judged: {}; the history is a prefix of the run, and what it \
+                     lacks can forge anomalies, so every guarantee is unknown",
+                    incomplete.detail
+                ));
+            }
+        }
+        self.incomplete = Some(incomplete);
+    }
+
     pub fn count(&self, kind: AnomalyKind) -> u64 {
         self.anomalies.get(&kind).map_or(0, |a| a.count)
     }
@@ -372,5 +435,67 @@ impl Verdict {
                 .filter(|k| self.anomalies.contains_key(k)),
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_history::read_bytes;
+
+    /// A drained, empty history's verdict, then made to look as if a loss was found.
+    fn lost_one() -> Verdict {
+        let text = br#"{"index":0,"time":0,"process":"harness","type":"info","f":"phase","value":"drained"}
+"#;
+        let h = read_bytes("x.jsonl", text).expect("history");
+        let mut v = crate::check(
+            &h,
+            &crate::CheckOptions {
+                expect: vec![Guarantee::AtLeastOnce, Guarantee::AtMostOnce],
+                max_examples: 10,
+            },
+        );
+        // Judged as if a loss had been found, to see what marking does to `false`.
+        v.guarantees
+            .insert(Guarantee::AtLeastOnce, Status::Violated);
+        v.valid = Validity::False;
+        v
+    }
+
+    #[test]
+    fn a_failed_history_write_makes_every_guarantee_unknown_never_violated() {
+        let mut v = lost_one();
+        v.mark_incomplete(Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            detail: "writing the history failed after index 41: No space left on device".into(),
+        });
+        assert_eq!(v.valid, Validity::Unknown);
+        assert!(v.guarantees.values().all(|s| *s == Status::Unknown));
+        assert!(v.warnings.iter().any(|w| w.contains("No space left")));
+        let json = serde_json::to_value(&v).expect("json");
+        assert_eq!(json["incomplete"]["reason"], "history-write-failed");
+        let back: Verdict = serde_json::from_value(json).expect("round trip");
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn an_interrupted_run_keeps_its_judgement() {
+        let mut v = lost_one();
+        v.mark_incomplete(Incomplete {
+            reason: IncompleteReason::Interrupted,
+            detail: "Ctrl-C after 7.2 s".into(),
+        });
+        assert_eq!(v.valid, Validity::False);
+        assert_eq!(v.status(Guarantee::AtLeastOnce), Status::Violated);
+        assert_eq!(
+            serde_json::to_value(&v).expect("json")["incomplete"]["reason"],
+            "interrupted"
+        );
+    }
+
+    #[test]
+    fn a_whole_run_has_no_incomplete_field() {
+        let json = serde_json::to_value(lost_one()).expect("json");
+        assert!(json.get("incomplete").is_none());
     }
 }

@@ -588,8 +588,22 @@ fn op(e: &Edn, seq: u64, txn_mode: bool) -> Result<Op<'static>, Problem> {
                 }
             }
         }
-        (true, "assign") => (F::Assign, Value::None),
-        (true, "subscribe") => (F::Subscribe, Value::None),
+        (true, f @ ("assign" | "subscribe")) => {
+            let keys = match e.get("value") {
+                Some(v) if !matches!(v, Edn::Nil) => items(v)
+                    .ok_or_else(|| bad(format!(":{f} takes a vector of keys")))?
+                    .iter()
+                    .map(|k| int(k).ok_or_else(|| bad(format!(":{f}: keys must be integers"))))
+                    .collect::<Result<Vec<i64>, Problem>>()?,
+                _ => Vec::new(),
+            };
+            let f = if f == "assign" {
+                F::Assign
+            } else {
+                F::Subscribe
+            };
+            (f, Value::Partitions(keys))
+        }
         _ => (F::Other(Cow::Owned(fname.clone())), Value::None),
     };
     Ok(Op {

@@ -73,7 +73,7 @@ pub enum Problem {
         pending: String,
         pending_line: u64,
     },
-    #[error("value {value} is sent a second time (first sent by op {first_index}); values must be unique")]
+    #[error("value {value} is sent again by another process or inside a transaction (first sent by op {first_index}); a value names one message, and only a bare send of the same process may send it again (a retry)")]
     ValueSentTwice { value: i64, first_index: u64 },
 }
 

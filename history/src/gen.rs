@@ -399,6 +399,14 @@ struct Gen<W: Write> {
     /// Next offset per background partition ([`Mode::Offsets`]), or next id at index 0.
     next_offset: Vec<i64>,
     seq: u64,
+    /// ([`Mode::Offsets`]) (group, partition) -> the highest offset delivered to the group there.
+    max_delivered: rustc_hash::FxHashMap<(usize, u32), i64>,
+    /// [group]: a poll of the group ended `info` (it may have taken messages).
+    unsure: Vec<bool>,
+    /// Injected losses: the group that misses the message (`None`: every group).
+    /// Without a `drained` marker each is `lost` when a higher offset of its
+    /// partition was delivered to such a group (one with no `info` poll), else `unseen`.
+    lost_msgs: Vec<(Option<usize>, Stored)>,
 }
 
 const NEMESIS: [(&str, &str); 6] = [
@@ -476,6 +484,9 @@ impl<W: Write> Gen<W> {
             groups,
             next_offset: vec![0; nq],
             seq: 0,
+            max_delivered: rustc_hash::FxHashMap::default(),
+            unsure: vec![false; cfg.groups as usize],
+            lost_msgs: Vec::new(),
             cfg,
         }
     }
@@ -547,6 +558,10 @@ impl<W: Write> Gen<W> {
         self.ex.deliveries += msgs.len() as u64;
         if !msgs.is_empty() && self.cfg.mode == Mode::Offsets {
             self.ex.offsets = true;
+            for (m, _) in msgs {
+                let e = self.max_delivered.entry((g, m.q)).or_insert(m.off);
+                *e = (*e).max(m.off);
+            }
         }
         let e = self.group_event(g, self.client(p, OpType::Ok, "poll").value(J::Array(list)));
         self.emit(e)
@@ -769,6 +784,7 @@ impl<W: Write> Gen<W> {
         }
         self.groups[g].consumers[c].pending = false;
         if may_crash && self.rng.chance(self.cfg.crash_rate) {
+            self.unsure[g] = true;
             let e = self.group_event(
                 g,
                 self.client(p, OpType::Info, "poll")
@@ -922,6 +938,7 @@ impl<W: Write> Gen<W> {
         if self.cfg.drained {
             self.phase("drained")?;
         }
+        self.count_lost();
         Ok(())
     }
 
@@ -993,11 +1010,31 @@ impl<W: Write> Gen<W> {
         Ok(())
     }
 
-    fn lost(&mut self, n: u64) {
-        if self.cfg.drained {
-            self.ex.lost += n;
-        } else {
-            self.ex.unseen += n;
+    /// An injected loss of `m` in group `g` (`None`: in every group); counted at the end.
+    fn lost(&mut self, g: Option<usize>, m: Stored) {
+        self.lost_msgs.push((g, m));
+    }
+
+    /// Counts the injected losses as `lost` or `unseen` (docs/checkers.md).
+    fn count_lost(&mut self) {
+        for (g, m) in std::mem::take(&mut self.lost_msgs) {
+            let proven = |g: usize| {
+                self.cfg.mode == Mode::Offsets
+                    && !self.unsure[g]
+                    && self
+                        .max_delivered
+                        .get(&(g, m.q))
+                        .is_some_and(|&o| o > m.off)
+            };
+            let by_offset = match g {
+                Some(g) => proven(g),
+                None => (0..self.groups.len()).any(proven),
+            };
+            if self.cfg.drained || by_offset {
+                self.ex.lost += 1;
+            } else {
+                self.ex.unseen += 1;
+            }
         }
     }
 
@@ -1013,7 +1050,7 @@ impl<W: Write> Gen<W> {
                 let c = self.new_process();
                 self.poll_batches(t, c, &Self::plain_list(&ms[..n - 1]))?;
                 self.deliver_others(t, &ms)?;
-                self.lost(1);
+                self.lost(Some(t), ms[n - 1]);
             }
             Injection::Unexpected => {
                 let n = self.rng.range(1, 3) as usize;
@@ -1079,6 +1116,7 @@ impl<W: Write> Gen<W> {
                 let a = self.new_process();
                 self.poll_batches(t, a, &Self::plain_list(&ms))?;
                 self.poll_invoke(t, a)?;
+                self.unsure[t] = true;
                 let e = self.group_event(t, self.client(a, OpType::Info, "poll").error("killed"));
                 self.emit(e)?;
                 let b = self.new_process();
@@ -1141,7 +1179,7 @@ impl<W: Write> Gen<W> {
                     let b = self.new_process();
                     self.poll(t, b, &[(skipped, false)])?;
                 } else {
-                    self.lost(1);
+                    self.lost(Some(t), skipped);
                 }
                 self.deliver_others(t, &ms)?;
                 self.ex.gap += 1;
@@ -1203,6 +1241,8 @@ impl<W: Write> Gen<W> {
                 }
                 if self.cfg.mode != Mode::Bare {
                     self.ex.inconsistent_offsets += 1;
+                    // Acknowledged at one position, delivered at another: stored twice (v1.1).
+                    self.ex.duplicate_write += 1;
                 }
             }
             Injection::GapConcurrent => {
@@ -1287,7 +1327,7 @@ impl<W: Write> Gen<W> {
                     let c = self.new_process();
                     self.poll_batches(g, c, &Self::plain_list(&ms[..n - 1]))?;
                 }
-                self.lost(1);
+                self.lost(None, ms[n - 1]);
             }
             Injection::AbortedTxnRead => {
                 let n = self.rng.range(1, 3) as usize;

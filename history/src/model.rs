@@ -27,16 +27,23 @@ pub enum Outcome {
 }
 
 /// One logical message: a send invocation and how it ended.
+///
+/// A bare send that its process sends again (a retry, history format v1.1) stays
+/// one `Send`: placed at its first attempt, `ok` if any attempt ended `ok`,
+/// `fail` only if every attempt ended `fail`, else `info`.
 #[derive(Debug, Clone)]
 pub struct Send {
     pub value: i64,
-    /// Op index of the invoke (for a transaction's send: of the transaction's invoke).
+    /// Op index of the (first attempt's) invoke (for a transaction's send: of the transaction's invoke).
     pub invoke: u64,
-    /// Op index of the completion, or [`NO_OP`].
+    /// Op index of the completion that decided the outcome (the first `ok` one), or [`NO_OP`].
     pub complete: u64,
     pub invoke_time: u64,
     pub complete_time: u64,
-    /// Where the broker said it stored it, or [`NO_OFFSET`].
+    /// Where the broker said it stored it, or [`NO_OFFSET`]: the first `ok`
+    /// attempt's position; with no `ok` attempt, the position an `info`
+    /// completion named (it counts only where a read proves the send written).
+    /// A `fail`ed send keeps none.
     pub offset: i64,
     pub key: u32,
     /// Dense client id (see [`History::process_number`]).
@@ -53,6 +60,25 @@ pub struct Send {
     pub id: u32,
     pub outcome: Outcome,
     pub in_txn: bool,
+    /// How many times it was sent: 1, or more for a retried send (saturating).
+    pub attempts: u8,
+}
+
+/// A broker position that a message was seen at, beside the ones kept in
+/// [`Send`] and [`Delivery`]: another `ok` attempt of a retried send that named
+/// a different position, or a message read by a poll or transaction that did
+/// not end `ok` (Jepsen: a poll reports the log whatever became of its
+/// transaction). Only messages with an offset or an id are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed {
+    pub value: i64,
+    pub offset: i64,
+    pub partition: u32,
+    pub id: u32,
+    /// The op that said so (its completion index).
+    pub op: u64,
+    /// A send's completion (`true`) or a read (`false`).
+    pub sent: bool,
 }
 
 /// One message delivered by a poll.
@@ -84,11 +110,28 @@ pub struct Poll {
     pub count: u32,
 }
 
-/// A consumer changed its position: assign, subscribe or seek. Order checks restart after it.
+/// A consumer changed its position: assign, subscribe or seek. Order checks
+/// restart after it for the partitions it resets ([`History::resets_partition`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Reset {
     pub index: u64,
     pub process: u32,
+    pub scope: ResetScope,
+    /// Its named partitions are `reset_partitions[first..first + count]` (partition ids).
+    pub first: u32,
+    pub count: u32,
+}
+
+/// Which partitions a [`Reset`] starts over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetScope {
+    /// All of them: the op names no partitions.
+    All,
+    /// All but the named ones: an `assign` or `subscribe` that still covers a
+    /// partition keeps the consumer's place in it (as Jepsen's checker).
+    AllBut,
+    /// Only the named ones: a `seek`, or a rebalance that assigns or revokes them.
+    Only,
 }
 
 /// One transaction (`f: txn`), kept for the transaction checker only when the history has any.
@@ -264,6 +307,13 @@ pub struct History {
     pub polls: Vec<Poll>,
     pub resets: Vec<Reset>,
     pub nemesis: Vec<NemesisEvent>,
+    /// Partition ids named by [`History::resets`].
+    pub reset_partitions: Vec<u32>,
+    /// Positions seen beside the sends' and deliveries' own ([`Observed`]).
+    pub observed: Vec<Observed>,
+    /// Groups with a poll (or transaction) whose outcome is unknown: it may have
+    /// taken messages that no `ok` op shows. Sorted, each once.
+    pub unsure_groups: Vec<u32>,
     /// Transactions in invoke order (empty when the history has none).
     pub txns: Vec<TxnRec>,
     /// The micro-ops of [`History::txns`].
@@ -328,13 +378,30 @@ impl History {
         let a = poll.first as usize;
         &self.deliveries[a..a + poll.count as usize]
     }
+    /// Whether `reset` starts the consumer over in `partition` (a partition id, or [`NONE`]).
+    pub fn resets_partition(&self, reset: &Reset, partition: u32) -> bool {
+        let a = reset.first as usize;
+        let named = || self.reset_partitions[a..a + reset.count as usize].contains(&partition);
+        match reset.scope {
+            ResetScope::All => true,
+            ResetScope::AllBut => partition == NONE || !named(),
+            ResetScope::Only => partition != NONE && named(),
+        }
+    }
+    /// Whether a poll of `group` ended with an unknown outcome ([`History::unsure_groups`]).
+    pub fn group_is_unsure(&self, group: u32) -> bool {
+        self.unsure_groups.binary_search(&group).is_ok()
+    }
 }
 
 enum PendingKind {
     Send(u32),
-    Poll,
-    /// Its sends, and its index in `History::txns`.
-    Txn(Vec<u32>, u32),
+    /// A later attempt of the send (a retry).
+    Retry(u32),
+    /// A poll, with its group id.
+    Poll(u32),
+    /// Its sends, its index in `History::txns`, and its group id.
+    Txn(Vec<u32>, u32, u32),
     Other,
 }
 
@@ -361,6 +428,8 @@ pub struct Builder {
     seqs: Vec<u32>,
     /// A send's `producer` number -> the dense id its order is kept under.
     named_producers: FxHashMap<u64, u32>,
+    /// Partitions named by resets, as (topic or NONE, number), matched to ids at the end.
+    reset_names: Vec<(u32, i64)>,
     last_index: Option<u64>,
     last_time: u64,
 }
@@ -454,10 +523,10 @@ impl Builder {
     ) -> Result<u32, Problem> {
         let idx = u32_of(self.h.sends.len());
         if let Some(prev) = self.h.send_of_value.get(m.value) {
-            let first = self.h.sends[prev as usize].invoke;
+            let first = &self.h.sends[prev as usize];
             return Err(Problem::ValueSentTwice {
                 value: m.value,
-                first_index: first,
+                first_index: first.invoke,
             });
         }
         let key = self.key_id(m.key.as_deref());
@@ -489,28 +558,148 @@ impl Builder {
             id: NONE,
             outcome: Outcome::Info,
             in_txn,
+            attempts: 1,
         });
         Ok(idx)
     }
 
-    fn complete_send(&mut self, idx: u32, m: Option<&Msg<'_>>, op: &Op<'_>, outcome: Outcome) {
-        let (partition, offset, id) = match m {
+    /// A bare send of a value this process sent before as a bare send: a retry
+    /// of the same logical message (v1.1). `None` when it is not one.
+    fn retry_of(&mut self, m: &Msg<'_>, process: u32) -> Option<u32> {
+        let prev = self.h.send_of_value.get(m.value)?;
+        let s = &mut self.h.sends[prev as usize];
+        if s.in_txn || s.process != process {
+            return None;
+        }
+        s.attempts = s.attempts.saturating_add(1);
+        Some(prev)
+    }
+
+    fn position(&mut self, m: Option<&Msg<'_>>) -> (u32, i64, u32) {
+        match m {
             Some(m) => {
                 let part = self.partition_id(m.topic.as_deref(), m.partition);
                 let id = m.id.as_deref().map_or(NONE, |s| self.h.ids.intern(s));
                 (part, m.offset.unwrap_or(NO_OFFSET), id)
             }
             None => (NONE, NO_OFFSET, NONE),
-        };
+        }
+    }
+
+    fn complete_send(&mut self, idx: u32, m: Option<&Msg<'_>>, op: &Op<'_>, outcome: Outcome) {
+        let (partition, offset, id) = self.position(m);
         let s = &mut self.h.sends[idx as usize];
         s.complete = op.index;
         s.complete_time = op.time;
         s.outcome = outcome;
-        if outcome == Outcome::Ok {
+        if outcome != Outcome::Fail {
             s.partition = partition;
             s.offset = offset;
             s.id = id;
         }
+    }
+
+    /// A later attempt of a retried send completed: the message is written if
+    /// any attempt was, failed only if every attempt failed.
+    fn complete_retry(&mut self, idx: u32, m: Option<&Msg<'_>>, op: &Op<'_>, outcome: Outcome) {
+        let (partition, offset, id) = self.position(m);
+        let s = &mut self.h.sends[idx as usize];
+        let had_position = s.offset != NO_OFFSET || s.id != NONE;
+        let decides = match (s.outcome, outcome) {
+            (Outcome::Ok, _) => false,
+            (_, Outcome::Ok) => true,
+            (Outcome::Fail, _) => true,
+            (Outcome::Info, _) => false,
+        };
+        if decides {
+            s.complete = op.index;
+            s.complete_time = op.time;
+            s.outcome = outcome;
+            if outcome != Outcome::Fail && (outcome == Outcome::Ok || !had_position) {
+                s.partition = partition;
+                s.offset = offset;
+                s.id = id;
+            }
+            return;
+        }
+        let (ok_before, value) = (s.outcome == Outcome::Ok, s.value);
+        let same = s.partition == partition && s.offset == offset && s.id == id;
+        if outcome == Outcome::Ok && ok_before && !same && (offset != NO_OFFSET || id != NONE) {
+            // Stored again at another position: the broker holds it twice.
+            self.h.observed.push(Observed {
+                value,
+                offset,
+                partition,
+                id,
+                op: op.index,
+                sent: true,
+            });
+        } else if s.outcome == Outcome::Info && !had_position && outcome == Outcome::Info {
+            s.partition = partition;
+            s.offset = offset;
+            s.id = id;
+        }
+    }
+
+    /// Keeps the positions of messages read by an op that did not end `ok`.
+    fn observe(&mut self, messages: &[Msg<'_>], op: u64) {
+        for m in messages {
+            if m.offset.is_none() && m.id.is_none() {
+                continue;
+            }
+            let (partition, offset, id) = self.position(Some(m));
+            self.h.observed.push(Observed {
+                value: m.value,
+                offset,
+                partition,
+                id,
+                op,
+                sent: false,
+            });
+        }
+    }
+
+    fn unsure(&mut self, group: u32) {
+        self.h.unsure_groups.push(group);
+    }
+
+    /// Reads the partitions a reset names: a list of partition numbers (Jepsen's
+    /// keys: the consumer's whole assignment), or `{"partitions": [...], "topic":
+    /// t, "rebalance": "assign" | "revoke"}` (a rebalance: the named partitions
+    /// change hands, and start over at the committed offset).
+    fn reset_scope(&mut self, f: &F<'_>, value: &Value<'_>) -> (ResetScope, u32, u32) {
+        let first = u32_of(self.reset_names.len());
+        let (names, topic, revoke): (Vec<i64>, Option<String>, bool) = match value {
+            Value::Partitions(ps) => (ps.clone(), None, false),
+            Value::Raw(r) => match serde_json::from_str::<serde_json::Value>(r) {
+                Ok(serde_json::Value::Array(xs)) => {
+                    (xs.iter().filter_map(|x| x.as_i64()).collect(), None, false)
+                }
+                Ok(serde_json::Value::Object(o)) => match o.get("partitions") {
+                    Some(serde_json::Value::Array(xs)) => (
+                        xs.iter().filter_map(|x| x.as_i64()).collect(),
+                        o.get("topic").and_then(|t| t.as_str()).map(str::to_string),
+                        o.get("rebalance").is_some_and(|r| !r.is_null()),
+                    ),
+                    _ => (Vec::new(), None, false),
+                },
+                _ => (Vec::new(), None, false),
+            },
+            _ => (Vec::new(), None, false),
+        };
+        if names.is_empty() {
+            return (ResetScope::All, first, 0);
+        }
+        let t = topic.map_or(NONE, |t| self.h.topics.intern(&t));
+        for &n in &names {
+            self.reset_names.push((t, n));
+        }
+        let scope = if revoke || matches!(f, F::Seek) {
+            ResetScope::Only
+        } else {
+            ResetScope::AllBut
+        };
+        (scope, first, u32_of(names.len()))
     }
 
     fn add_poll(&mut self, op: &Op<'_>, invoke: u64, process: u32, messages: &[Msg<'_>]) {
@@ -614,13 +803,16 @@ impl Builder {
                 });
             }
             let kind = match (&op.f, &op.value) {
-                (F::Send, Value::Send(m)) => {
-                    PendingKind::Send(self.new_send(m, op, process, false)?)
-                }
+                (F::Send, Value::Send(m)) => match self.retry_of(m, process) {
+                    Some(idx) => PendingKind::Retry(idx),
+                    None => PendingKind::Send(self.new_send(m, op, process, false)?),
+                },
                 (F::Send, _) => {
                     return Err(Problem::bad("value", "a send needs {\"key\",\"value\"}"))
                 }
-                (F::Poll, _) => PendingKind::Poll,
+                (F::Poll, _) => {
+                    PendingKind::Poll(self.h.groups.intern(op.group.as_deref().unwrap_or("")))
+                }
                 (F::Txn, Value::Txn(micro)) => {
                     let mut sends = Vec::new();
                     for mo in micro {
@@ -639,15 +831,26 @@ impl Builder {
                         first: 0,
                         count: 0,
                     });
-                    PendingKind::Txn(sends, txn)
+                    // Only a transaction that reads can take messages no `ok` op shows.
+                    let reads = micro.iter().any(|m| matches!(m, MicroOp::Poll(_)));
+                    let group = if reads {
+                        self.h.groups.intern(op.group.as_deref().unwrap_or(""))
+                    } else {
+                        NONE
+                    };
+                    PendingKind::Txn(sends, txn, group)
                 }
                 (F::Txn, _) => {
                     return Err(Problem::bad("value", "a txn needs a list of micro-ops"))
                 }
-                (F::Assign | F::Subscribe | F::Seek, _) => {
+                (F::Assign | F::Subscribe | F::Seek, v) => {
+                    let (scope, first, count) = self.reset_scope(&op.f, v);
                     self.h.resets.push(Reset {
                         index: op.index,
                         process,
+                        scope,
+                        first,
+                        count,
                     });
                     PendingKind::Other
                 }
@@ -691,19 +894,30 @@ impl Builder {
             _ => Outcome::Info,
         };
         match p.kind {
-            PendingKind::Send(idx) => {
+            PendingKind::Send(idx) | PendingKind::Retry(idx) => {
                 let m = match &op.value {
                     Value::Send(m) => Some(m),
                     _ => None,
                 };
-                self.complete_send(idx, m, op, outcome);
-            }
-            PendingKind::Poll => {
-                if let (OpType::Ok, Value::Messages(ms)) = (op.kind, &op.value) {
-                    self.add_poll(op, p.index, process, ms);
+                if matches!(p.kind, PendingKind::Retry(_)) {
+                    self.complete_retry(idx, m, op, outcome);
+                } else {
+                    self.complete_send(idx, m, op, outcome);
                 }
             }
-            PendingKind::Txn(sends, txn) => {
+            PendingKind::Poll(group) => match (op.kind, &op.value) {
+                (OpType::Ok, Value::Messages(ms)) => self.add_poll(op, p.index, process, ms),
+                (OpType::Ok, _) => {}
+                (kind, value) => {
+                    if kind == OpType::Info {
+                        self.unsure(group);
+                    }
+                    if let Value::Messages(ms) = value {
+                        self.observe(ms, op.index);
+                    }
+                }
+            },
+            PendingKind::Txn(sends, txn, reading) => {
                 self.h.counts.txns += 1;
                 self.record_txn_mops(txn, &sends, &op.value);
                 let t = &mut self.h.txns[txn as usize];
@@ -739,7 +953,7 @@ impl Builder {
                             MicroOp::Poll(ms) if op.kind == OpType::Ok => {
                                 reads.extend(ms.iter().cloned())
                             }
-                            MicroOp::Poll(_) => {}
+                            MicroOp::Poll(ms) => self.observe(ms, op.index),
                         }
                     }
                 }
@@ -750,6 +964,12 @@ impl Builder {
                 }
                 if op.kind == OpType::Ok && !reads.is_empty() {
                     self.add_poll(op, p.index, process, &reads);
+                }
+                let reads_now = matches!(&op.value, Value::Txn(micro)
+                    if micro.iter().any(|m| matches!(m, MicroOp::Poll(_))));
+                if op.kind == OpType::Info && (reading != NONE || reads_now) {
+                    let g = self.h.groups.intern(op.group.as_deref().unwrap_or(""));
+                    self.unsure(g);
                 }
             }
             PendingKind::Other => {
@@ -810,11 +1030,47 @@ impl Builder {
     pub fn finish(mut self) -> History {
         // Pending sends simply stay Outcome::Info with no completion; a pending
         // transaction keeps the sends of its invoke.
+        // A pending retry of a send whose attempts all failed so far leaves it unknown.
         let mut pending: Vec<_> = self.pending.drain(..).flatten().map(|p| p.kind).collect();
         for kind in pending.drain(..) {
-            if let PendingKind::Txn(sends, txn) = kind {
-                self.record_txn_mops(txn, &sends, &Value::None);
+            match kind {
+                PendingKind::Txn(sends, txn, group) => {
+                    self.record_txn_mops(txn, &sends, &Value::None);
+                    if group != NONE {
+                        self.unsure(group);
+                    }
+                }
+                PendingKind::Poll(group) => self.unsure(group),
+                PendingKind::Retry(idx) => {
+                    let s = &mut self.h.sends[idx as usize];
+                    if s.outcome == Outcome::Fail {
+                        s.outcome = Outcome::Info;
+                        s.complete = NO_OP;
+                    }
+                }
+                PendingKind::Send(_) | PendingKind::Other => {}
             }
+        }
+        self.h.unsure_groups.sort_unstable();
+        self.h.unsure_groups.dedup();
+        // Partitions named by resets, as ids: a name without a topic is that number in any topic.
+        if !self.reset_names.is_empty() {
+            let mut ids: Vec<u32> = Vec::new();
+            for r in &mut self.h.resets {
+                let first = u32_of(ids.len());
+                let names = &self.reset_names[r.first as usize..(r.first + r.count) as usize];
+                for (pid, &(t, n)) in self.h.partitions.iter().enumerate() {
+                    if names
+                        .iter()
+                        .any(|&(nt, nn)| nn == n && (nt == NONE || nt == t))
+                    {
+                        ids.push(u32_of(pid));
+                    }
+                }
+                r.first = first;
+                r.count = u32_of(ids.len()) - first;
+            }
+            self.h.reset_partitions = ids;
         }
         let map = &self.h.send_of_value;
         for d in &mut self.h.deliveries {

@@ -187,6 +187,8 @@ pub enum Value<'a> {
     Phase(Cow<'a, str>),
     /// Anything else (nemesis values, subscribe/assign), as raw JSON text.
     Raw(&'a str),
+    /// The partitions an `assign` or `subscribe` of a Jepsen EDN history names (its keys).
+    Partitions(Vec<i64>),
 }
 
 /// One event of a history.

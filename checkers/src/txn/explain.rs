@@ -36,6 +36,7 @@ pub(crate) fn item_json(cx: &Ctx<'_>, i: u32) -> Value {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
+        Source::Poll(_) => "poll",
     };
     json!({
         "f": f,
@@ -51,6 +52,7 @@ fn item_text(cx: &Ctx<'_>, i: u32) -> String {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
+        Source::Poll(_) => "poll",
     };
     let done = if it.complete == NO_OP {
         "never completed".to_string()

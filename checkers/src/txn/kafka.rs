@@ -11,8 +11,19 @@ use gauntlet_history::model::{Outcome, NONE};
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
+/// The slot of `k` in `found`; past its end when the pass does not judge `k`.
 fn get(found: &mut [(AnomalyKind, Found)], k: AnomalyKind) -> usize {
-    found.iter().position(|(x, _)| *x == k).unwrap_or(0)
+    found
+        .iter()
+        .position(|(x, _)| *x == k)
+        .unwrap_or(found.len())
+}
+
+/// Counts a hit of the anomaly in `slot` (nothing when this pass does not judge it).
+fn hit(found: &mut [(AnomalyKind, Found)], slot: usize, f: impl FnOnce() -> serde_json::Value) {
+    if let Some((_, x)) = found.get_mut(slot) {
+        x.hit(f);
+    }
 }
 
 /// The values of versions strictly between two places of one object.
@@ -45,13 +56,13 @@ fn internal(
                 let (p1, v1) = (x.1, x.2);
                 let delta = i64::from(cx.v.idx[a.pos as usize]) - i64::from(cx.v.idx[p1 as usize]);
                 if delta > 1 {
-                    found[skip].1.hit(|| {
+                    hit(found, skip, || {
                         json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
                                "values": [v1, a.value], "delta": delta,
                                "skipped": between(cx, p1, a.pos)})
                     });
                 } else if delta < 1 {
-                    found[back].1.hit(|| {
+                    hit(found, back, || {
                         json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
                                "values": [v1, a.value], "delta": delta})
                     });
@@ -75,22 +86,15 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
     let np = get(found, AnomalyKind::NonmonotonicPoll);
     let ns = get(found, AnomalyKind::NonmonotonicSend);
     let h = cx.h;
-    let mut resets = h.resets.clone();
-    resets.sort_by_key(|r| r.index);
-    let mut next_reset = 0usize;
-    let mut epoch: FxHashMap<u32, u32> = FxHashMap::default();
+    let epochs = crate::resets::Epochs::new(h);
     // (process, object) -> (item, place, value, epoch) of the last committed read.
     let mut last_read: FxHashMap<(u32, u32), (u32, u32, i64, u32)> = FxHashMap::default();
-    // (process, object) -> (item, place, value) of the last send.
-    let mut last_send: FxHashMap<(u32, u32), (u32, u32, i64)> = FxHashMap::default();
+    // (process, object) -> (item, place, value, epoch) of the last send.
+    let mut last_send: FxHashMap<(u32, u32), (u32, u32, i64, u32)> = FxHashMap::default();
     let mut firsts: Vec<(u32, u32, i64)> = Vec::new();
     let mut lasts: Vec<(u32, u32, i64)> = Vec::new();
     for (ii, it) in cx.items.iter().enumerate() {
         let i = ii as u32;
-        while next_reset < resets.len() && resets[next_reset].index < it.invoke {
-            *epoch.entry(resets[next_reset].process).or_insert(0) += 1;
-            next_reset += 1;
-        }
         let reads = cx.reads_of(i);
         let writes = cx.writes_of(i);
         internal(cx, i, reads, ips, inp, found);
@@ -100,15 +104,17 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 .iter()
                 .find(|r| writes.iter().any(|w| w.value == r.value))
             {
-                found[pre].1.hit(|| {
-                    json!({"op": item_json(cx, i), "value": r.value, "object": obj_json(cx, r.obj)})
-                });
+                hit(
+                    found,
+                    pre,
+                    || json!({"op": item_json(cx, i), "value": r.value, "object": obj_json(cx, r.obj)}),
+                );
             }
         }
         // G1b: a committed reader read another transaction's write to an
         // object, then, in the same op, a version of that object after the
         // transaction's next write to it, without reading that write.
-        if it.outcome == Outcome::Ok {
+        if it.outcome == Outcome::Ok && matches!(it.src, Source::Txn(_)) {
             let mut seen: Vec<(u32, u32)> = Vec::new();
             for (j, r) in reads.iter().enumerate() {
                 if r.pos == NONE {
@@ -140,7 +146,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                     .find(|x| x.obj == r.obj && x.pos != NONE && x.pos > later.pos);
                 if let (false, Some(past)) = (read_later, past) {
                     seen.push((t, r.obj));
-                    found[g1b].1.hit(|| {
+                    hit(found, g1b, || {
                         json!({"reader": item_json(cx, i), "writer": item_json(cx, t),
                                "object": obj_json(cx, r.obj), "read": r.value,
                                "missed": later.value, "then_read": past.value})
@@ -150,7 +156,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         }
         // poll-skip / nonmonotonic-poll: this op's first read of each object
         // against the last committed read of it by the same process.
-        let ep = epoch.get(&it.process).copied().unwrap_or(0);
+        let ep = |obj: u32| epochs.epoch(it.process, obj, it.invoke);
         firsts.clear();
         lasts.clear();
         for r in reads {
@@ -172,17 +178,17 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
             let Some(&(prev, p1, v1, e)) = last_read.get(&(it.process, obj)) else {
                 continue;
             };
-            if e != ep {
+            if e != ep(obj) {
                 continue;
             }
             let delta = i64::from(cx.v.idx[p2 as usize]) - i64::from(cx.v.idx[p1 as usize]);
             if delta > 1 {
-                found[ps].1.hit(|| {
+                hit(found, ps, || {
                     json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
                            "values": [v1, v2], "delta": delta, "skipped": between(cx, p1, p2)})
                 });
             } else if delta < 1 {
-                found[np].1.hit(|| {
+                hit(found, np, || {
                     json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
                            "values": [v1, v2], "delta": delta})
                 });
@@ -190,7 +196,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         }
         if it.outcome == Outcome::Ok {
             for &(obj, p, v) in &lasts {
-                last_read.insert((it.process, obj), (i, p, v, ep));
+                last_read.insert((it.process, obj), (i, p, v, ep(obj)));
             }
         }
         // nonmonotonic-send: this op's first send to each object against the
@@ -214,10 +220,13 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 }
             }
             for &(obj, p2, v2) in &firsts {
-                if let Some(&(prev, p1, v1)) = last_send.get(&(it.process, obj)) {
+                if let Some(&(prev, p1, v1, e)) = last_send.get(&(it.process, obj)) {
+                    if e != ep(obj) {
+                        continue;
+                    }
                     let delta = i64::from(cx.v.idx[p2 as usize]) - i64::from(cx.v.idx[p1 as usize]);
                     if delta < 1 {
-                        found[ns].1.hit(|| {
+                        hit(found, ns, || {
                             json!({"ops": [item_json(cx, prev), item_json(cx, i)],
                                    "object": obj_json(cx, obj), "values": [v1, v2], "delta": delta})
                         });
@@ -225,7 +234,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 }
             }
             for &(obj, p, v) in &lasts {
-                last_send.insert((it.process, obj), (i, p, v));
+                last_send.insert((it.process, obj), (i, p, v, ep(obj)));
             }
         }
     }

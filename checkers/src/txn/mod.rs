@@ -40,6 +40,9 @@ const ANCHORS: usize = 64;
 pub(crate) enum Source {
     Txn(u32),
     Send(u32),
+    /// A bare poll (an index into `History::polls`): never a vertex; only
+    /// Jepsen's Kafka checks read it.
+    Poll(u32),
 }
 
 /// A transaction, a send or a poll.
@@ -73,6 +76,8 @@ pub(crate) struct Access {
 pub(crate) struct Versions {
     pub values: Vec<i64>,
     pub obj: Vec<u32>,
+    /// The broker's offset of the version.
+    pub offset: Vec<i64>,
     /// Dense index of the version within its object.
     pub idx: Vec<u32>,
     /// The item in the graph that wrote it, or [`NONE`].
@@ -160,6 +165,7 @@ fn build(h: &History) -> Ctx<'_> {
             delivered[d.send as usize] = true;
         }
     }
+    let written = crate::delivery::written(h, &delivered);
     let was_read = |value: i64| {
         h.send_of_value
             .get(value)
@@ -169,6 +175,8 @@ fn build(h: &History) -> Ctx<'_> {
     let mut items: Vec<Item> = Vec::with_capacity(bare + h.txns.len());
     let mut writes: Vec<Access> = Vec::with_capacity(h.sends.len());
     let mut reads: Vec<Access> = Vec::new();
+    // The offset each read names (NO_OFFSET where it names none), until places are known.
+    let mut read_offsets: Vec<i64> = Vec::new();
     let acc = |value: i64, obj: u32| Access {
         value,
         obj,
@@ -206,6 +214,7 @@ fn build(h: &History) -> Ctx<'_> {
                 writes.push(acc(m.value, m.partition));
             } else {
                 reads.push(acc(m.value, m.partition));
+                read_offsets.push(m.offset);
             }
         }
         txn_items.push(Item {
@@ -221,12 +230,50 @@ fn build(h: &History) -> Ctx<'_> {
             r_count: u32_of(reads.len()) - r_first,
         });
     }
+    let txn_node: Vec<bool> = txn_items.iter().map(|it| it.node).collect();
     merge_by_invoke(&mut items, txn_items);
-    // Version orders.
+    // Bare polls, for the Kafka checks: the polls that are not a transaction's reads.
+    let mut poll_items: Vec<Item> = Vec::new();
+    for (pi, p) in h.polls.iter().enumerate() {
+        let of_txn = h
+            .txns
+            .binary_search_by_key(&p.invoke, |t| t.invoke)
+            .is_ok_and(|t| h.txns[t].process == p.process);
+        if of_txn || p.count == 0 {
+            continue;
+        }
+        let r_first = u32_of(reads.len());
+        for d in h.poll_deliveries(p) {
+            reads.push(acc(d.value, d.partition));
+            read_offsets.push(d.offset);
+        }
+        poll_items.push(Item {
+            src: Source::Poll(u32_of(pi)),
+            process: p.process,
+            invoke: p.invoke,
+            complete: p.complete,
+            outcome: Outcome::Ok,
+            node: false,
+            w_first: 0,
+            w_count: 0,
+            r_first,
+            r_count: p.count,
+        });
+    }
+    poll_items.sort_by_key(|it| it.invoke);
+    merge_by_invoke(&mut items, poll_items);
+    // Version orders: written sends' positions (a send that ended `info` only
+    // where a read proves it written), and every read's, whatever became of
+    // the op that read it (Jepsen's version orders).
     let mut entries: Vec<(u32, i64, i64)> = Vec::new();
-    for s in &h.sends {
-        if s.outcome == Outcome::Ok && s.offset != NO_OFFSET && s.partition != NONE {
+    for (s, &w) in h.sends.iter().zip(&written) {
+        if w && !s.in_txn && s.offset != NO_OFFSET && s.partition != NONE {
             entries.push((s.partition, s.offset, s.value));
+        }
+    }
+    for o in &h.observed {
+        if o.offset != NO_OFFSET && o.partition != NONE {
+            entries.push((o.partition, o.offset, o.value));
         }
     }
     for d in &h.deliveries {
@@ -242,12 +289,9 @@ fn build(h: &History) -> Ctx<'_> {
             entries.push((d.partition, d.offset, d.value));
         }
     }
-    for t in &h.txns {
+    for (t, &committed) in h.txns.iter().zip(&txn_node) {
         for m in h.txn_mops_of(t) {
-            if m.offset != NO_OFFSET
-                && m.partition != NONE
-                && (!m.send || t.outcome != Outcome::Fail)
-            {
+            if m.offset != NO_OFFSET && m.partition != NONE && (!m.send || committed) {
                 entries.push((m.partition, m.offset, m.value));
             }
         }
@@ -277,6 +321,7 @@ fn build(h: &History) -> Ctx<'_> {
             v.pos_of.insert(h, value, u32_of(v.values.len()));
             v.values.push(value);
             v.obj.push(obj);
+            v.offset.push(off);
             v.idx.push(idx);
             idx += 1;
         }
@@ -295,10 +340,15 @@ fn build(h: &History) -> Ctx<'_> {
                 writer_of.insert(h, a.value, u32_of(ii));
             }
         }
-        for a in &mut reads[it.r_first as usize..(it.r_first + it.r_count) as usize] {
+        let (a, b) = (it.r_first as usize, (it.r_first + it.r_count) as usize);
+        for (a, &off) in reads[a..b].iter_mut().zip(&read_offsets[a..b]) {
+            // A read of a copy stored elsewhere (a duplicate, or an offset that
+            // held two values) has no place in the version order.
             if let Some(p) = v.pos_of.get(h, a.value) {
-                a.pos = p;
-                a.obj = v.obj[p as usize];
+                if off == NO_OFFSET || (v.offset[p as usize] == off && v.obj[p as usize] == a.obj) {
+                    a.pos = p;
+                    a.obj = v.obj[p as usize];
+                }
             }
         }
     }
@@ -383,24 +433,39 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
         let mut lw = NONE;
         last.clear();
         for a in cx.reads_of(r) {
-            if a.pos == NONE {
-                continue;
-            }
-            let w = v.writer[a.pos as usize];
+            let w = if a.pos == NONE {
+                cx.writer_of.get(cx.h, a.value).unwrap_or(NONE)
+            } else {
+                v.writer[a.pos as usize]
+            };
             if w != NONE && w != r && w != lw {
                 e.push((w, r, WR));
                 lw = w;
             }
-            match last.iter_mut().find(|x| x.0 == a.obj) {
-                Some(x) => x.1 = x.1.max(a.pos),
-                None => last.push((a.obj, a.pos)),
+            // A read of a copy stored elsewhere read the value all the same:
+            // what comes after it is what comes after the value's place.
+            let (obj, p) = match a.pos {
+                NONE => match v.pos_of.get(cx.h, a.value) {
+                    Some(p) => (v.obj[p as usize], p),
+                    None => continue,
+                },
+                p => (a.obj, p),
+            };
+            match last.iter_mut().find(|x| x.0 == obj) {
+                Some(x) => x.1 = x.1.max(p),
+                None => last.push((obj, p)),
             }
         }
-        // rw: from a transaction's last read of each object to the writer of the next version.
+        // rw: from a transaction's last read of each object to the writer of
+        // the next version. A read that stops inside another transaction's
+        // writes points past them: that transaction's writes there are one
+        // version block, so the read is not overwritten by its own writer (a
+        // poll may stop mid-transaction; `G1b` judges reading past the rest).
         if matches!(it.src, Source::Txn(_)) {
             for &(_, p) in &last {
+                let wp = v.writer[p as usize];
                 let mut n = v.next[p as usize];
-                while n != NONE && v.writer[n as usize] == r {
+                while n != NONE && (v.writer[n as usize] == r || v.writer[n as usize] == wp) {
                     n = v.next[n as usize];
                 }
                 if n != NONE {
@@ -616,19 +681,31 @@ fn search(g: &graph::Graph, deadline: Instant, warnings: &mut Vec<String>) -> (V
     (cycles, unknown)
 }
 
-/// Checks the transactions of a history.
+/// Checks the transactions of a history; for a history without any, only
+/// Jepsen's Kafka checks of its polls and sends ([`AnomalyKind::KAFKA`]).
 pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
     let started = Instant::now();
     let deadline = started + budget;
     let cx = build(h);
+    let mut warnings = Vec::new();
+    let kinds: &[AnomalyKind] = if h.txns.is_empty() {
+        &AnomalyKind::KAFKA
+    } else {
+        &AnomalyKind::TXN
+    };
+    let mut found: Vec<(AnomalyKind, Found)> =
+        kinds.iter().map(|&k| (k, Found::new(max))).collect();
+    if h.txns.is_empty() {
+        kafka::check(&cx, &mut found);
+        return Findings {
+            found,
+            unknown: false,
+            warnings,
+        };
+    }
     let e = edges(&cx);
     let g = graph::build(cx.items.len(), e);
-    let mut warnings = Vec::new();
     let (cycles, unknown) = search(&g, deadline, &mut warnings);
-    let mut found: Vec<(AnomalyKind, Found)> = AnomalyKind::TXN
-        .iter()
-        .map(|&k| (k, Found::new(max)))
-        .collect();
     for c in &cycles {
         if let Some((_, f)) = found.iter_mut().find(|(k, _)| *k == c.spec.kind) {
             f.hit(|| explain::cycle(&cx, c));
