@@ -1,5 +1,5 @@
 //! Jepsen's own Kafka checker tests as a conformance suite: every micro-history
-//! of `../shared/conformance/jepsen-kafka/` (one per test of
+//! of `tests/conformance/jepsen-kafka/` (a copy of the project's `../shared/conformance/jepsen-kafka/`, one per test of
 //! `jepsen/test/jepsen/tests/kafka_test.clj`) is read and checked, and its
 //! verdict must hold exactly the anomaly counts below: what Jepsen's test
 //! asserts, in Gauntlet's names (`lost` for lost-write, `aborted-read` for G1a,
@@ -279,7 +279,7 @@ const CASES: &[Case] = {
 };
 
 fn suite() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/jepsen-kafka")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/jepsen-kafka")
 }
 
 fn verdict(case: &str) -> Verdict {
@@ -301,7 +301,7 @@ fn every_case_of_the_suite_is_judged_here() {
     let dir = suite();
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; the conformance suite lives in ../shared beside the repository",
+            "{}: {e}; the conformance suite is vendored in checkers/tests/conformance",
             dir.display()
         )
     });
