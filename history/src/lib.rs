@@ -11,6 +11,7 @@ pub mod gen;
 pub mod json;
 pub mod model;
 pub mod op;
+mod parallel;
 pub mod reader;
 pub mod txngen;
 pub mod writer;
@@ -18,5 +19,7 @@ pub mod writer;
 pub use error::{HistoryError, Problem};
 pub use model::{Delivery, History, Outcome, Poll, Send, NONE, NO_OFFSET, NO_OP};
 pub use op::{parse_op, Msg, Op, OpType, Process, Value, F};
-pub use reader::{read, read_bytes, read_path};
+pub use reader::{
+    read, read_bytes, read_bytes_with, read_path, read_path_with, read_with, ReadOptions,
+};
 pub use writer::{Actor, Event, HistoryWriter};

@@ -4,13 +4,21 @@
 //! (`gauntlet_history::gen`, streamed to `results/bench/`, constant memory), then
 //! measures it in a fresh child process (so one size's heap does not inflate the
 //! next one's peak): resets the peak-RSS counter (`/proc/self/clear_refs`), reads
-//! the file with `read_path` (parse only), checks it with `check` (single thread),
-//! and reports ops/s, seconds, peak memory (`VmHWM`) and bytes per op, and whether
-//! the verdict found exactly the injected counts.
+//! the file with `read_path_with` (parse only), checks it with `check` (single
+//! thread), and reports ops/s, seconds, peak memory (`VmHWM`) and bytes per op, and
+//! whether the verdict found exactly the injected counts.
+//!
+//! Each size is measured once per reading thread count (`--read-threads`, by
+//! default 1 and the reader's default): the read's wall time and speedup over one
+//! thread, and the verdicts, which must be byte-identical (serialized JSON) across
+//! thread counts; the bench fails if they are not. On a shared machine,
+//! `--read-repeat N` times each read N times (fresh children, thread counts
+//! taking turns) and counts the fastest.
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use gauntlet_checkers::{check, AnomalyKind, CheckOptions};
 use gauntlet_history::gen::{generate, Expected, GenConfig, Injection, Mode};
+use gauntlet_history::ReadOptions;
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::BufWriter;
@@ -21,6 +29,8 @@ use std::time::Instant;
 /// Targets of issue 2.
 const TARGET_OPS_PER_S: f64 = 2_000_000.0;
 const TARGET_BYTES_PER_OP: f64 = 150.0;
+/// Target of issue 16: reading on 2 threads at least this many times as fast as on 1 (at 10M ops).
+const TARGET_READ_SPEEDUP_2: f64 = 1.7;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -52,9 +62,27 @@ pub struct BenchArgs {
     /// many transactions (`gauntlet_history::txngen`) and time its check.
     #[arg(long, value_parser = parse_size)]
     pub txn: Option<u64>,
+    /// Reading threads to measure each size with, comma-separated (default: 1 and
+    /// the reader's default, at least 2). The first is the base of the speedups.
+    #[arg(long, value_delimiter = ',')]
+    pub read_threads: Vec<usize>,
     /// Internal: measure one file and print the figures as JSON.
     #[arg(long, hide = true)]
     pub measure: Option<PathBuf>,
+    /// Time each read this many times (each in a fresh child, the thread counts
+    /// taking turns) and count the fastest: on a shared machine, the least
+    /// disturbed. The check, the verdict and the peaks are those of the first.
+    #[arg(long, default_value_t = 1)]
+    pub read_repeat: u32,
+    /// Internal: `--measure` only reads.
+    #[arg(long, hide = true)]
+    pub read_only: bool,
+    /// Internal: the reading threads of `--measure` (default: the reader's default).
+    #[arg(long, hide = true)]
+    pub measure_threads: Option<usize>,
+    /// Internal: where `--measure` writes the verdict (serialized JSON).
+    #[arg(long, hide = true)]
+    pub verdict_out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -148,22 +176,62 @@ fn cpu_seconds() -> f64 {
         .map_or(f64::NAN, |ns| ns as f64 / 1e9)
 }
 
+/// CPU time of the whole process (all its threads, also those that ended), in
+/// seconds (`/proc/self/stat`, clock ticks of 10 ms).
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command (which may hold spaces), from the 3rd on.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
+}
+
 fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-/// Reads and checks one file; the figures as JSON.
-fn measure(path: &Path) -> Result<Value> {
+/// One size read on so many threads: the figures, and whether the verdict found
+/// exactly the injected counts.
+type PerThreads = (usize, Value, bool);
+
+/// Reads (on `threads` threads, or the reader's default) and checks one file; the
+/// figures as JSON. The verdict goes to `verdict_out` as JSON where given.
+/// With `read_only`, only the read is measured (for `--read-repeat`): the
+/// figures of the read alone.
+fn measure(
+    path: &Path,
+    threads: Option<usize>,
+    read_only: bool,
+    verdict_out: Option<&Path>,
+) -> Result<Value> {
+    let mut opts = ReadOptions::default();
+    if let Some(t) = threads {
+        opts = opts.with_threads(t);
+    }
     let peak_reset = reset_peak();
     let (_, rss_before, _) = memory();
-    let (t0, c0) = (Instant::now(), cpu_seconds());
-    let h = gauntlet_history::read_path(path)?;
-    let (parse_wall, c1) = (t0.elapsed().as_secs_f64(), cpu_seconds());
+    let (t0, c0, p0) = (Instant::now(), cpu_seconds(), process_cpu_seconds());
+    let h = gauntlet_history::read_path_with(path, &opts)?;
+    let (parse_wall, c1, p1) = (
+        t0.elapsed().as_secs_f64(),
+        cpu_seconds(),
+        process_cpu_seconds(),
+    );
+    let (parse, parse_process) = (c1 - c0, p1 - p0);
+    if read_only {
+        return Ok(json!({"parse_s": parse, "parse_wall_s": parse_wall,
+                         "parse_process_cpu_s": parse_process}));
+    }
     let (hwm_parse, _, _) = memory();
     let t1 = Instant::now();
     let v = check(&h, &CheckOptions::default());
     let (check_wall, c2) = (t1.elapsed().as_secs_f64(), cpu_seconds());
-    let (parse, check_s) = (c1 - c0, c2 - c1);
+    let check_s = c2 - c1;
     let (hwm, _, swap) = memory();
     let counts: serde_json::Map<String, Value> = AnomalyKind::ALL
         .iter()
@@ -175,10 +243,15 @@ fn measure(path: &Path) -> Result<Value> {
         .map(|k| (k.name().to_string(), json!(v.count(*k))))
         .collect();
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if let Some(out) = verdict_out {
+        let text = serde_json::to_vec(&v).context("serializing the verdict")?;
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    }
     Ok(json!({
         "ops": h.counts.ops, "sends": h.sends.len(), "deliveries": h.deliveries.len(),
         "file_bytes": bytes, "parse_s": parse, "check_s": check_s,
         "parse_wall_s": parse_wall, "check_wall_s": check_wall,
+        "read_threads": opts.threads, "parse_process_cpu_s": parse_process,
         "rss_before": rss_before, "hwm_parse": hwm_parse, "hwm": hwm, "swap": swap,
         "peak_reset": peak_reset, "valid": v.valid.name(), "counts": counts,
         "txns": h.txns.len(), "txn_counts": txn_counts, "warnings": v.warnings,
@@ -199,7 +272,13 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         return super::bench_run::run(r);
     }
     if let Some(path) = &args.measure {
-        println!("{}", measure(path)?);
+        let m = measure(
+            path,
+            args.measure_threads,
+            args.read_only,
+            args.verdict_out.as_deref(),
+        )?;
+        println!("{m}");
         return Ok(0);
     }
     std::fs::create_dir_all(&args.dir)
@@ -207,7 +286,15 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     if let Some(n) = args.txn {
         return run_txn(&args, n);
     }
-    let mut rows = Vec::new();
+    let threads = if args.read_threads.is_empty() {
+        vec![1, ReadOptions::default().threads.max(2)]
+    } else {
+        args.read_threads.clone()
+    };
+    // Per size: the expected counts, then per thread count its figures and whether
+    // the verdict found exactly the injected counts.
+    let mut rows: Vec<(u64, Value, Vec<PerThreads>)> = Vec::new();
+    let mut verdicts_differ = Vec::new();
     for &ops in &args.ops {
         let cfg = bench_config(ops, args.seed, args.mode, args.groups);
         let stem = format!(
@@ -239,38 +326,77 @@ pub fn run(args: BenchArgs) -> Result<i32> {
                 e
             }
         };
-        eprintln!("bench: reading and checking {} ...", path.display());
-        let m = if args.in_process {
-            measure(&path)?
-        } else {
-            let exe = std::env::current_exe().context("finding the gauntlet binary")?;
-            let out = Command::new(exe)
-                .arg("bench")
-                .arg("--measure")
-                .arg(&path)
-                .output()
-                .context("running the measuring child")?;
-            if !out.status.success() {
-                bail!(
-                    "measuring {} failed: {}",
-                    path.display(),
-                    String::from_utf8_lossy(&out.stderr)
-                );
+        let mut per_threads = Vec::new();
+        let mut first_verdict: Option<(usize, PathBuf, Vec<u8>)> = None;
+        for &t in &threads {
+            eprintln!(
+                "bench: reading ({t} thread{}) and checking {} ...",
+                if t == 1 { "" } else { "s" },
+                path.display()
+            );
+            let verdict_path = args.dir.join(format!("{stem}.verdict-{t}t.json"));
+            let m = measure_child(&path, args.in_process, Some(t), false, Some(&verdict_path))?;
+            let verdict = std::fs::read(&verdict_path)
+                .with_context(|| format!("reading {}", verdict_path.display()))?;
+            match &first_verdict {
+                None => first_verdict = Some((t, verdict_path, verdict)),
+                Some((t0, p0, v0)) => {
+                    if *v0 == verdict {
+                        std::fs::remove_file(&verdict_path).ok();
+                    } else {
+                        verdicts_differ.push(format!(
+                            "{ops} ops: the verdict read on {t} threads differs from the one on {t0}: {} vs {}",
+                            verdict_path.display(),
+                            p0.display()
+                        ));
+                    }
+                }
             }
-            serde_json::from_slice(&out.stdout).context("reading the child's figures")?
-        };
-        let same = expected.get("counts") == m.get("counts");
-        rows.push((ops, expected, m, same));
+            let same = expected.get("counts") == m.get("counts");
+            per_threads.push((t, m, same));
+        }
+        if let Some((_, p0, _)) = &first_verdict {
+            if verdicts_differ.is_empty() {
+                std::fs::remove_file(p0).ok();
+            }
+        }
+        // More reads, timed only, the thread counts taking turns: the fastest counts.
+        for round in 1..args.read_repeat {
+            for (t, m, _) in &mut per_threads {
+                eprintln!(
+                    "bench: reading again ({t} threads, {} of {}) ...",
+                    round + 1,
+                    args.read_repeat
+                );
+                let again = measure_child(&path, args.in_process, Some(*t), true, None)?;
+                let (first, wall) = (f(m, "parse_wall_s"), f(&again, "parse_wall_s"));
+                let Some(o) = m.as_object_mut() else {
+                    continue;
+                };
+                let walls = o.entry("parse_walls_s").or_insert_with(|| json!([first]));
+                if let Some(w) = walls.as_array_mut() {
+                    w.push(json!(wall));
+                }
+                if wall < first {
+                    for k in ["parse_wall_s", "parse_s", "parse_process_cpu_s"] {
+                        o.insert(k.to_string(), json!(f(&again, k)));
+                    }
+                }
+            }
+        }
+        rows.push((ops, expected, per_threads));
     }
 
     println!(
-        "{:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>12} {:>9} {:>8} {:>6} {:>6}",
+        "{:>10} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>9} {:>8} {:>6} {:>6}",
         "ops",
         "file MiB",
-        "parse s",
+        "threads",
+        "read s",
+        "speedup",
+        "read s",
         "check s",
-        "wall s",
-        "parse op/s",
+        "read op/s",
         "total op/s",
         "peak MiB",
         "B/op",
@@ -278,33 +404,44 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         "exact"
     );
     println!(
-        "{:>10} {:>9} {:>8} {:>8} {:>9} {:>12} {:>12}",
-        "", "", "(cpu)", "(cpu)", "(both)", "(per core)", "(per core)"
+        "{:>10} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12}",
+        "", "", "", "(wall)", "(wall)", "(cpu)", "(cpu)", "(wall)", "(per core)"
     );
     let mut all_ok = true;
-    for (_, _, m, same) in &rows {
-        let ops = f(m, "ops");
-        let (parse, chk) = (f(m, "parse_s"), f(m, "check_s"));
-        let total = ops / (parse + chk);
-        let bpo = f(m, "hwm") / ops;
-        println!(
-            "{:>10} {:>9.0} {:>8.2} {:>8.2} {:>9.2} {:>12.0} {:>12.0} {:>9.0} {:>8.1} {:>6.0} {:>6}",
-            ops,
-            mib(f(m, "file_bytes")),
-            parse,
-            chk,
-            f(m, "parse_wall_s") + f(m, "check_wall_s"),
-            ops / parse,
-            total,
-            mib(f(m, "hwm")),
-            bpo,
-            mib(f(m, "swap")),
-            if *same { "yes" } else { "NO" }
-        );
-        all_ok &= *same;
+    for (_, _, per_threads) in &rows {
+        let base_wall = per_threads
+            .first()
+            .map_or(0.0, |(_, m, _)| f(m, "parse_wall_s"));
+        for (t, m, same) in per_threads {
+            let ops = f(m, "ops");
+            let wall = f(m, "parse_wall_s");
+            // All threads' CPU time (in 10 ms ticks).
+            let cpu = f(m, "parse_process_cpu_s");
+            let chk = f(m, "check_s");
+            println!(
+                "{:>10} {:>9.0} {:>7} {:>8.2} {:>7.2}x {:>8.2} {:>8.2} {:>12.0} {:>12.0} {:>9.0} {:>8.1} {:>6.0} {:>6}",
+                ops,
+                mib(f(m, "file_bytes")),
+                t,
+                wall,
+                base_wall / wall,
+                cpu,
+                chk,
+                ops / wall,
+                ops / (cpu + chk),
+                mib(f(m, "hwm")),
+                f(m, "hwm") / ops,
+                mib(f(m, "swap")),
+                if *same { "yes" } else { "NO" }
+            );
+            all_ok &= *same;
+        }
     }
     println!();
-    for (_, expected, m, same) in &rows {
+    for (ops_asked, expected, per_threads) in &rows {
+        let Some((_, m, same)) = per_threads.first() else {
+            continue;
+        };
         let ops = f(m, "ops");
         let total = ops / (f(m, "parse_s") + f(m, "check_s"));
         let bpo = f(m, "hwm") / ops;
@@ -316,6 +453,41 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             if bpo <= TARGET_BYTES_PER_OP { "meets" } else { "MISSES" },
             mib(f(m, "hwm_parse")),
         );
+        for (t, mt, _) in per_threads.iter().skip(1) {
+            let speedup = f(m, "parse_wall_s") / f(mt, "parse_wall_s");
+            let verdict = if *t == 2 && *ops_asked >= 10_000_000 {
+                if speedup >= TARGET_READ_SPEEDUP_2 {
+                    " (meets; target >= 1.7x on 2 threads at 10M ops)"
+                } else {
+                    " (MISSES; target >= 1.7x on 2 threads at 10M ops)"
+                }
+            } else {
+                ""
+            };
+            println!(
+                "  read on {t} threads: {:.2} s wall vs {:.2} s on {}, {speedup:.2}x{verdict}; {:.0} B/op peak (peak after parse alone {:.0} MiB); verdict byte-identical: {}",
+                f(mt, "parse_wall_s"),
+                f(m, "parse_wall_s"),
+                per_threads[0].0,
+                f(mt, "hwm") / ops,
+                mib(f(mt, "hwm_parse")),
+                if verdicts_differ.is_empty() { "yes" } else { "NO" },
+            );
+        }
+        for (t, mt, _) in per_threads {
+            if let Some(w) = mt.get("parse_walls_s").and_then(Value::as_array) {
+                let w: Vec<String> = w
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .map(|x| format!("{x:.2}"))
+                    .collect();
+                println!(
+                    "  read on {t} thread{}: fastest of {} s",
+                    if *t == 1 { "" } else { "s" },
+                    w.join(", ")
+                );
+            }
+        }
         if m.get("peak_reset") != Some(&Value::Bool(true)) {
             println!(
                 "  (note: /proc/self/clear_refs not writable: peak includes the process start)"
@@ -340,23 +512,43 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             );
         }
     }
+    if !verdicts_differ.is_empty() {
+        for d in &verdicts_differ {
+            eprintln!("bench: ERROR: {d}");
+        }
+        bail!("the verdicts differ between reading thread counts");
+    }
     Ok(if all_ok { 0 } else { 1 })
 }
 
 /// Target of issue 8: a million transactions checked in at most this many seconds.
 const TARGET_TXN_SECONDS: f64 = 5.0;
 
-fn measure_child(path: &Path, in_process: bool) -> Result<Value> {
+/// Measures one file in a child process (or in this one): read on `threads`
+/// threads (or the reader's default), checked, the verdict written to `verdict_out`.
+fn measure_child(
+    path: &Path,
+    in_process: bool,
+    threads: Option<usize>,
+    read_only: bool,
+    verdict_out: Option<&Path>,
+) -> Result<Value> {
     if in_process {
-        return measure(path);
+        return measure(path, threads, read_only, verdict_out);
     }
     let exe = std::env::current_exe().context("finding the gauntlet binary")?;
-    let out = Command::new(exe)
-        .arg("bench")
-        .arg("--measure")
-        .arg(path)
-        .output()
-        .context("running the measuring child")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench").arg("--measure").arg(path);
+    if let Some(t) = threads {
+        cmd.arg("--measure-threads").arg(t.to_string());
+    }
+    if let Some(out) = verdict_out {
+        cmd.arg("--verdict-out").arg(out);
+    }
+    if read_only {
+        cmd.arg("--read-only");
+    }
+    let out = cmd.output().context("running the measuring child")?;
     if !out.status.success() {
         bail!(
             "measuring {} failed: {}",
@@ -391,7 +583,7 @@ fn run_txn(args: &BenchArgs, n: u64) -> Result<i32> {
         );
     }
     eprintln!("bench: reading and checking {} ...", path.display());
-    let m = measure_child(&path, args.in_process)?;
+    let m = measure_child(&path, args.in_process, None, false, None)?;
     let txns = f(&m, "txns");
     let (parse, chk) = (f(&m, "parse_s"), f(&m, "check_s"));
     let clean = m
