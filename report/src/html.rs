@@ -334,6 +334,19 @@ fn header(out: &mut String, v: &Verdict, title: &str) {
             "no drained marker"
         }
     );
+    if let Some(i) = &v.incomplete {
+        let what = match i.reason {
+            gauntlet_checkers::IncompleteReason::Interrupted => "Run interrupted",
+            gauntlet_checkers::IncompleteReason::HistoryWriteFailed => {
+                "History incomplete, not judged"
+            }
+        };
+        let _ = write!(
+            out,
+            r#"<p id="incomplete" class="note"><b>{what}</b>: {}</p>"#,
+            esc(&cut(&i.detail, 500))
+        );
+    }
 }
 
 fn guarantees(out: &mut String, v: &Verdict) {

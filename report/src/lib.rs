@@ -1,6 +1,6 @@
 //! Gauntlet's reports: one verdict, several readers.
 //!
-//! * [`verdict_json`]: the verdict JSON of the v1 contract (its schema is
+//! * [`verdict_json`]: the verdict JSON of the v1.1 contract (its schema is
 //!   `docs/verdict.schema.json`).
 //! * [`terminal::summary`]: the summary `gauntlet check` prints.
 //! * [`html::render`]: one self-contained HTML page (inline CSS and SVG, no
@@ -45,7 +45,7 @@ pub enum ReportError {
     },
     #[error(transparent)]
     History(#[from] HistoryError),
-    #[error("{path}: not a verdict of the v1 contract: {source}")]
+    #[error("{path}: not a verdict of the v1.1 contract: {source}")]
     Verdict {
         path: PathBuf,
         #[source]

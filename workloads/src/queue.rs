@@ -106,7 +106,9 @@ pub async fn run_producers(
             let interval = Duration::from_secs_f64(1.0 / per_producer);
             let mut sent = 0u64;
             let start = Instant::now();
-            'outer: while !stop.load(Ordering::Relaxed) {
+            // A failed history write stops the producer: a send whose invoke was
+            // not recorded would be a message the history never heard of.
+            'outer: while !stop.load(Ordering::Relaxed) && !recorder.failed() {
                 let process = recorder.new_process();
                 let mut producer = match driver.producer(process).await {
                     Ok(p) => p,
@@ -125,17 +127,27 @@ pub async fn run_producers(
                     let key = format!("k{}", rng.below(keys));
                     let value = next_value.fetch_add(1, Ordering::Relaxed);
                     let actor = Actor::Client(process);
-                    let _ = recorder.record(
-                        &Event::new(actor.clone(), OpType::Invoke, "send")
-                            .value(json!({"key": key, "value": value})),
-                    );
+                    if recorder
+                        .record(
+                            &Event::new(actor.clone(), OpType::Invoke, "send")
+                                .value(json!({"key": key, "value": value})),
+                        )
+                        .is_err()
+                    {
+                        break 'outer;
+                    }
                     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
                     let began = Instant::now();
                     let outcome = producer.send(&key, value).await;
                     recorder.send_latency(began.elapsed());
                     IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
                     sent += 1;
-                    let _ = recorder.record(&send_end(actor, &key, value, &outcome));
+                    if recorder
+                        .record(&send_end(actor, &key, value, &outcome))
+                        .is_err()
+                    {
+                        break 'outer;
+                    }
                     if let Outcome::Info(_) | Outcome::Fail(_) = outcome {
                         // Unknown state: this client comes back under a new process number.
                         // A definite failure too: it may be a dead connection or channel
@@ -204,7 +216,7 @@ async fn pipelined_producer(
     > = FuturesUnordered::new();
     let mut sent = 0u64;
     loop {
-        let stopping = stop.load(Ordering::Relaxed);
+        let stopping = stop.load(Ordering::Relaxed) || recorder.failed();
         if stopping && in_flight.is_empty() {
             break;
         }
@@ -222,6 +234,7 @@ async fn pipelined_producer(
             Some((process, key, value, began, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
                 recorder.send_latency(Instant::now().saturating_duration_since(began));
                 IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+                // Refused after a failed write: `stopping` above ends the loop.
                 let _ = recorder.record(&send_end(Actor::Client(process), &key, value, &outcome));
                 free.push(match outcome {
                     Outcome::Ok(_) => process,
@@ -237,11 +250,18 @@ async fn pipelined_producer(
                 let key = format!("k{}", rng.below(keys));
                 let value = next_value.fetch_add(1, Ordering::Relaxed);
                 let actor = Actor::Client(process);
-                let _ = recorder.record(
-                    &Event::new(actor.clone(), OpType::Invoke, "send")
-                        .producer(producer_no)
-                        .value(json!({"key": key, "value": value})),
-                );
+                if recorder
+                    .record(
+                        &Event::new(actor.clone(), OpType::Invoke, "send")
+                            .producer(producer_no)
+                            .value(json!({"key": key, "value": value})),
+                    )
+                    .is_err()
+                {
+                    // Not recorded: not sent either.
+                    free.push(process);
+                    continue;
+                }
                 IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
                 let began = Instant::now();
                 sent += 1;

@@ -3,16 +3,59 @@
 //!
 //! [`Recorder::discarding`] formats and "writes" every event exactly the same way
 //! into a sink that drops the bytes: the benchmark's recorder-off case.
+//!
+//! **The first write error is latched.** A history that silently lost its tail
+//! (a full disk in the middle of a run) would be judged as if it were whole, and
+//! messages whose deliveries were never written could be called `lost`. So the
+//! first error of the sink is kept ([`Recorder::write_error`]), every later event
+//! is refused with an error (nothing is written after a failed line, so the file
+//! is a prefix of the run, at most its last line cut off), and
+//! [`Recorder::failed`] tells the workloads to stop.
 use gauntlet_history::{Actor, Event, HistoryWriter, OpType};
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The first error the history sink returned, and where the history stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// The sink's error, as text.
+    pub error: String,
+    pub kind: io::ErrorKind,
+    /// The index of the last event written whole; `None` when none was.
+    pub last_index: Option<u64>,
+    /// Events refused since (the failed one included).
+    pub refused: u64,
+}
+
+impl std::fmt::Display for WriteFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.last_index {
+            Some(i) => write!(f, "writing the history failed after index {i}")?,
+            None => write!(f, "writing the history failed before its first event")?,
+        }
+        write!(
+            f,
+            ": {} ({} event(s) not recorded)",
+            self.error, self.refused
+        )
+    }
+}
+
+/// The writer and what became of it.
+struct Sink {
+    writer: HistoryWriter<Box<dyn Write + Send>>,
+    last_index: Option<u64>,
+    failure: Option<WriteFailure>,
+}
+
 /// Thread-safe history writer with the run's process numbering.
 pub struct Recorder {
-    writer: Mutex<HistoryWriter<Box<dyn Write + Send>>>,
+    writer: Mutex<Sink>,
+    /// Set with the first write error (read without the lock by the workloads).
+    failed: AtomicBool,
     next_process: AtomicU64,
     ops: AtomicU64,
     oks: AtomicU64,
@@ -44,9 +87,15 @@ impl Recorder {
         Recorder::with_sink(Box::new(io::sink()))
     }
 
-    fn with_sink(out: Box<dyn Write + Send>) -> Recorder {
+    /// A recorder writing into any sink (a file, a pipe, a test's failing writer).
+    pub fn with_sink(out: Box<dyn Write + Send>) -> Recorder {
         Recorder {
-            writer: Mutex::new(HistoryWriter::new(out)),
+            writer: Mutex::new(Sink {
+                writer: HistoryWriter::new(out),
+                last_index: None,
+                failure: None,
+            }),
+            failed: AtomicBool::new(false),
             next_process: AtomicU64::new(0),
             ops: AtomicU64::new(0),
             oks: AtomicU64::new(0),
@@ -90,8 +139,36 @@ impl Recorder {
         self.next_process.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Writes one event now; returns its index.
+    /// Writes one event now; returns its index. After the sink's first error
+    /// nothing more is written: this event and every later one are refused with
+    /// an error (the first is kept, see [`Recorder::write_error`]).
     pub fn record(&self, e: &Event) -> io::Result<u64> {
+        let mut sink = self
+            .writer
+            .lock()
+            .map_err(|_| io::Error::other("history writer lock poisoned"))?;
+        if let Some(f) = sink.failure.as_mut() {
+            f.refused += 1;
+            return Err(io::Error::new(
+                f.kind,
+                format!("history not recorded any more: {}", f.error),
+            ));
+        }
+        let index = match sink.writer.append(e) {
+            Ok(i) => i,
+            Err(err) => {
+                sink.failure = Some(WriteFailure {
+                    error: err.to_string(),
+                    kind: err.kind(),
+                    last_index: sink.last_index,
+                    refused: 1,
+                });
+                self.failed.store(true, Ordering::Release);
+                return Err(err);
+            }
+        };
+        sink.last_index = Some(index);
+        drop(sink);
         if let Actor::Client(_) = e.process {
             if self.first_op.get().is_none() {
                 let _ = self.first_op.set(Instant::now());
@@ -104,11 +181,30 @@ impl Recorder {
                 OpType::Invoke => 0,
             };
         }
-        let mut w = self
-            .writer
-            .lock()
-            .map_err(|_| io::Error::other("history writer lock poisoned"))?;
-        w.append(e)
+        Ok(index)
+    }
+
+    /// Whether writing the history has failed (cheap: the workloads' stop check).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// The sink's first error, where the history stops and how much was refused since.
+    pub fn write_error(&self) -> Option<WriteFailure> {
+        match self.writer.lock() {
+            Ok(s) => s.failure.clone(),
+            Err(_) => Some(WriteFailure {
+                error: "history writer lock poisoned".into(),
+                kind: io::ErrorKind::Other,
+                last_index: None,
+                refused: 0,
+            }),
+        }
+    }
+
+    /// The index of the last event written whole, if any.
+    pub fn last_index(&self) -> Option<u64> {
+        self.writer.lock().ok().and_then(|s| s.last_index)
     }
 
     /// A harness phase marker (`drain`, `drained`, ...).
@@ -161,5 +257,92 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(text.lines().count(), 3);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A sink that takes `room` bytes, then fails like a full disk (the bytes of
+    /// the write that does not fit are taken up to the limit, as `write` does).
+    struct FullAfter {
+        room: usize,
+        kept: std::sync::Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Write for FullAfter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "No space left on device",
+                ));
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            if let Ok(mut k) = self.kept.lock() {
+                k.extend_from_slice(&buf[..n]);
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn send(i: i64) -> Event {
+        Event::new(Actor::Client(0), OpType::Invoke, "send")
+            .value(serde_json::json!({"key": "k", "value": i}))
+    }
+
+    #[test]
+    fn the_first_write_error_is_latched_and_later_events_are_refused() {
+        let kept = std::sync::Arc::new(Mutex::new(Vec::new()));
+        // Room for a little more than two lines of ~80 bytes.
+        let r = Recorder::with_sink(Box::new(FullAfter {
+            room: 200,
+            kept: kept.clone(),
+        }));
+        assert!(!r.failed());
+        assert_eq!(r.record(&send(0)).ok(), Some(0));
+        assert_eq!(r.record(&send(1)).ok(), Some(1));
+        let mut errors = 0;
+        for i in 2..10 {
+            if r.record(&send(i)).is_err() {
+                errors += 1;
+            }
+        }
+        assert_eq!(errors, 8, "every event after the failure is refused");
+        assert!(r.failed());
+        assert!(r.phase("drained").is_err(), "no marker after the failure");
+        let f = r.write_error().expect("the failure is kept");
+        assert_eq!(f.kind, io::ErrorKind::StorageFull);
+        assert_eq!(f.last_index, Some(1));
+        assert_eq!(f.refused, 9);
+        assert!(f.error.contains("No space left"), "{f:?}");
+        assert!(
+            f.to_string()
+                .starts_with("writing the history failed after index 1: No space left"),
+            "{f}"
+        );
+        assert_eq!(r.last_index(), Some(1));
+        assert_eq!(r.counts().ops, 2, "refused events are not counted");
+        // What reached the sink: two whole lines and a cut-off third, nothing after.
+        let bytes = kept.lock().map(|k| k.clone()).unwrap_or_default();
+        assert_eq!(bytes.len(), 200);
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].contains("\"index\":1,"), "{text}");
+        assert!(!lines[2].ends_with('\n') && lines[2].contains("\"index\":2,"));
+    }
+
+    #[test]
+    fn a_sink_that_fails_at_once_names_no_last_index() {
+        let r = Recorder::with_sink(Box::new(FullAfter {
+            room: 0,
+            kept: std::sync::Arc::new(Mutex::new(Vec::new())),
+        }));
+        assert!(r.phase("start").is_err());
+        let f = r.write_error().expect("failure");
+        assert_eq!(f.last_index, None);
+        assert!(f.to_string().contains("before its first event"), "{f}");
+        assert!(r.last_index().is_none());
     }
 }

@@ -148,7 +148,8 @@ async fn seeder(
     let mut p = rec.new_process();
     let period = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
     let mut sent = 0;
-    while !stop.load(Ordering::Relaxed) {
+    // A failed history write stops the seeder (an unrecorded send is a ghost).
+    while !stop.load(Ordering::Relaxed) && !rec.failed() {
         let value = next.fetch_add(1, Ordering::Relaxed);
         let key = format!("k{}", value % 8);
         record(
@@ -255,7 +256,7 @@ async fn transformer(
     let mut cl: Option<Clients> = None;
     let mut idle = 0u32;
     loop {
-        if stop.load(Ordering::Relaxed) && idle >= 5 {
+        if (stop.load(Ordering::Relaxed) && idle >= 5) || rec.failed() {
             break;
         }
         let c = match cl.take() {
@@ -498,12 +499,24 @@ pub async fn run<F: std::future::Future<Output = ()>>(
             summary.clone(),
         )));
     }
-    let sleep = tokio::time::sleep(time);
+    let sleep = async {
+        // The workload time, cut short when writing the history fails.
+        let end = tokio::time::Instant::now() + time;
+        while tokio::time::Instant::now() < end && !rec.failed() {
+            tokio::time::sleep(Duration::from_millis(100).min(end - tokio::time::Instant::now()))
+                .await;
+        }
+    };
     tokio::join!(sleep, faults);
     stop.store(true, Ordering::Relaxed);
     let sends = seed.await.ok().and_then(Result::ok).unwrap_or(0);
     for w in workers {
         let _ = w.await;
+    }
+    if rec.failed() {
+        // Nothing more can be recorded: no drain, no `drained` marker.
+        let s = summary.lock().map(|s| *s).unwrap_or_default();
+        return Ok(TxnSummary { sends, ..s });
     }
     let _ = rec.phase("drain");
     let drained = drain(bootstrap, &rec, &cfg).await?;
