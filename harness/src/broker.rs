@@ -278,6 +278,11 @@ pub struct ClusterContext {
     pub flavour: Flavour,
     /// A secret shared by the nodes of this run (e.g. the Erlang cookie).
     pub secret: String,
+    /// The image the nodes run (a recipe may read a variant from its tag).
+    pub image: String,
+    /// The hostname of the deployment's storage node, when its recipe has one
+    /// ([`Recipe::storage`]).
+    pub storage: Option<String>,
 }
 
 impl ClusterContext {
@@ -331,4 +336,28 @@ pub trait Recipe: Send + Sync {
     fn ready_timeout(&self) -> Duration {
         Duration::from_secs(90)
     }
+    /// A node that is not a broker but stores the brokers' data (tansu's
+    /// PostgreSQL): named [`STORAGE_NODE`], started and ready before the brokers,
+    /// its log collected, aimed at by role (`kill-broker:storage`), never drawn at
+    /// random. `None` (the default): the brokers keep their own data.
+    fn storage(&self, _ctx: &ClusterContext) -> Option<StoragePlan> {
+        None
+    }
+    /// What the deployment `ctx` plans can do (a recipe whose image variants
+    /// differ overrides this); by default, what its flavour can.
+    fn capabilities_in(&self, ctx: &ClusterContext) -> Capabilities {
+        self.capabilities(ctx.flavour)
+    }
+}
+
+/// The name (and hostname) of a deployment's storage node.
+pub const STORAGE_NODE: &str = "storage";
+
+/// How to start a storage node and when it is ready.
+#[derive(Debug, Clone)]
+pub struct StoragePlan {
+    /// The image it runs; `None`: the brokers' image.
+    pub image: Option<String>,
+    pub plan: NodePlan,
+    pub ready: Probe,
 }

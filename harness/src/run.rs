@@ -11,7 +11,7 @@ use crate::docker::{self, ClusterSpec, DockerDeployment};
 use crate::error::HarnessError;
 use crate::proxy::{LinkState, Proxy, Toxic};
 use crate::RunId;
-use gauntlet_checkers::{CheckOptions, Guarantee, Verdict};
+use gauntlet_checkers::{CheckOptions, Guarantee, Incomplete, IncompleteReason, Verdict};
 use gauntlet_history::{Actor, Event, OpType};
 use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
 use gauntlet_nemesis::{
@@ -19,6 +19,7 @@ use gauntlet_nemesis::{
 };
 use gauntlet_workloads::log::{LogConfig, LogDriver, Membership};
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
+use gauntlet_workloads::recorder::WriteFailure;
 use gauntlet_workloads::{Delivery, Recorder};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -75,6 +76,10 @@ pub struct Scenario {
     /// A schedule to replay instead of generating one (`<run>/schedule.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<PathBuf>,
+    /// The storage node's settings, where the deployment has one (the Kafka
+    /// cluster's PostgreSQL).
+    #[serde(default, skip_serializing_if = "StorageConfig::is_default")]
+    pub storage: StorageConfig,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
@@ -105,9 +110,64 @@ fn default_results() -> PathBuf {
     PathBuf::from("results")
 }
 
+/// `[storage]` of a scenario: how the storage node keeps what it is given.
+/// Both `true` by default (the durable setting); `false` makes a negative control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StorageConfig {
+    /// PostgreSQL `fsync`.
+    #[serde(default = "yes")]
+    pub fsync: bool,
+    /// PostgreSQL `synchronous_commit` (`on` or `off`).
+    #[serde(default = "yes")]
+    pub synchronous_commit: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            fsync: true,
+            synchronous_commit: true,
+        }
+    }
+}
+
+impl StorageConfig {
+    fn is_default(&self) -> bool {
+        *self == StorageConfig::default()
+    }
+
+    /// The storage node's environment for these settings.
+    pub fn env(&self) -> Vec<String> {
+        let on = |b: bool| if b { "on" } else { "off" };
+        vec![
+            format!("GAUNTLET_PG_FSYNC={}", on(self.fsync)),
+            format!(
+                "GAUNTLET_PG_SYNCHRONOUS_COMMIT={}",
+                on(self.synchronous_commit)
+            ),
+        ]
+    }
+}
+
+/// The faults of the default scenario, chosen for Redis Streams at-least-once.
+pub const DEFAULT_FAULTS: [&str; 2] = ["kill-consumer:before-ack", "restart-broker:mid-batch"];
+/// The default scenario's seed: with [`DEFAULT_FAULTS`], 20 s and faults every 5 s
+/// it draws kill-consumer, restart-broker:mid-batch on n1 (the primary), kill-consumer.
+pub const DEFAULT_SEED: u64 = 27;
+
 impl Scenario {
     /// The default scenario of `gauntlet run` with no arguments: Redis Streams, a
-    /// primary with two replicas, at-least-once (XACK after processing), 20 s.
+    /// primary with two replicas, at-least-once (XACK after processing), 20 s, under
+    /// faults Redis survives with the recipe's `appendfsync always`: a consumer
+    /// killed before its ack (redelivered, nothing lost), a restart of the primary
+    /// with a send in flight, and another kill. Seed 27 draws that schedule from
+    /// [`DEFAULT_FAULTS`]: kill at ~5.8 s, restart of n1 at ~11.2 s, kill at ~16.1 s
+    /// (docs/nemesis.md, "The default run").
     pub fn default_scenario() -> Scenario {
         Scenario {
             name: "redis-at-least-once".into(),
@@ -117,15 +177,16 @@ impl Scenario {
             workload: default_workload(),
             time: default_time(),
             rate: default_rate(),
-            seed: 0,
+            seed: DEFAULT_SEED,
             expect: default_expect(),
             delivery: Delivery::default(),
             queue: QueueConfig::default(),
             log: LogConfig::default(),
-            nemesis: Vec::new(),
+            nemesis: DEFAULT_FAULTS.iter().map(|f| f.to_string()).collect(),
             nemesis_interval: default_interval(),
             nemesis_duration: default_fault_duration(),
             replay: None,
+            storage: StorageConfig::default(),
             results: default_results(),
         }
     }
@@ -289,8 +350,15 @@ fn schedule_for(
                     "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
                 ))
             }
+            FaultKind::OnRole(_, Role::Storage) if deployment.storage_node().is_none() => {
+                return Err(refuse(format!(
+                    "the {} deployment has no storage node (its brokers keep their own data)",
+                    scenario.broker
+                )))
+            }
             FaultKind::OnRole(f, role) => {
-                if deployment.broker().recipe().role_probe(role).is_none() {
+                if role != Role::Storage && deployment.broker().recipe().role_probe(role).is_none()
+                {
                     let which = match role {
                         Role::Leader => "which node leads".to_string(),
                         _ => format!("which node is the {role}"),
@@ -386,7 +454,9 @@ async fn run_schedule(
 async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Progress) {
     let _ = recorder.record(&nemesis_event(OpType::Invoke, "heal-all", json!({})));
     let mut notes = Vec::new();
-    for n in cluster.deployment.nodes() {
+    // The storage node first: the brokers need it to come back.
+    let storage = cluster.deployment.storage_node();
+    for n in storage.into_iter().chain(cluster.deployment.nodes()) {
         let _ = cluster.deployment.unpause(&n).await;
         if cluster
             .deployment
@@ -483,6 +553,9 @@ fn nem_err(fault: &str, target: &str, e: impl std::fmt::Display) -> NemesisError
 impl Cluster for RunCluster<'_> {
     fn nodes(&self) -> Vec<String> {
         self.deployment.nodes()
+    }
+    fn storage_node(&self) -> Option<String> {
+        self.deployment.storage_node()
     }
     async fn kill_node(&self, node: &str) -> Result<(), NemesisError> {
         self.deployment
@@ -614,6 +687,9 @@ impl Cluster for RunCluster<'_> {
         false
     }
     async fn leader(&self, role: Role) -> Result<Option<String>, NemesisError> {
+        if role == Role::Storage {
+            return Ok(self.deployment.storage_node());
+        }
         let broker = self.deployment.broker();
         let probe = broker
             .recipe()
@@ -909,7 +985,14 @@ pub async fn run_with(
     let _ = std::os::unix::fs::symlink(&stamp, &latest);
 
     let run_id = RunId::from_name(&format!("{}-{stamp}-{}", scenario.name, std::process::id()));
-    let ctrl_c = docker::remove_on_ctrl_c(run_id.clone());
+    // Ctrl-C: the containers go, then what was recorded is judged (marked
+    // interrupted: no `drained` marker) and the run exits with 130.
+    let ctrl_c = {
+        let (dir, expect, toml) = (dir.clone(), expect.clone(), scenario.to_toml());
+        docker::on_ctrl_c(run_id.clone(), move || {
+            judge_interrupted(&dir, &expect, &toml, entered.elapsed())
+        })
+    };
     let dockerc = docker::connect().await?;
     let mut spec = ClusterSpec::new(kind)
         .run_id(run_id.clone())
@@ -921,8 +1004,27 @@ pub async fn run_with(
     if let Some(img) = &scenario.image {
         spec = spec.image(ImageRef::named(img.clone()));
     }
+    if !scenario.storage.is_default() {
+        // Only a deployment with a storage node takes `[storage]`.
+        let ctx = crate::broker::ClusterContext {
+            nodes: Vec::new(),
+            host_endpoints: Vec::new(),
+            client_endpoints: Vec::new(),
+            flavour: spec.image.flavour,
+            secret: String::new(),
+            image: spec.image.name.clone(),
+            storage: None,
+        };
+        if kind.recipe().storage(&ctx).is_none() {
+            return Err(HarnessError::Scenario(format!(
+                "[storage] sets the storage node, and {} ({}) has none",
+                scenario.broker, spec.image.name
+            )));
+        }
+        spec.storage_env = scenario.storage.env();
+    }
     let started = Instant::now();
-    let n_nodes = spec.nodes.unwrap_or_else(|| kind.recipe().default_nodes());
+    let n_nodes = spec.node_count();
     let kinds = fault_kinds(scenario)?;
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let client_port = kind
@@ -998,8 +1100,17 @@ pub async fn run_with(
     let _ = deployment.collect_logs(&dir.join("nodes")).await;
     let teardown = deployment.teardown().await;
     ctrl_c.abort();
-    let (sends, figures) = result?;
-    teardown?;
+    let Driven {
+        sends,
+        figures,
+        write_failure,
+    } = result?;
+    match teardown {
+        Ok(()) => {}
+        // The containers are gone; their logs did not fit where the history did not.
+        Err(e) if write_failure.is_some() => progress(&format!("node logs not kept: {e}")),
+        Err(e) => return Err(e),
+    }
 
     if opts.discard_history {
         let verdict = gauntlet_checkers::check(
@@ -1016,28 +1127,96 @@ pub async fn run_with(
             figures,
         });
     }
-    let history = gauntlet_history::read_path(dir.join("history.jsonl"))
-        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
-    let verdict = gauntlet_checkers::check(
-        &history,
-        &CheckOptions {
-            expect,
-            max_examples: 10,
-        },
-    );
-    std::fs::write(
-        dir.join("verdict.json"),
-        gauntlet_report::verdict_json(&verdict),
-    )
-    .map_err(io("writing", &dir))?;
-    gauntlet_report::write_run_reports(&dir, &history, &verdict, Some(&scenario.to_toml()))
-        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
+    let incomplete = write_failure.map(|f| {
+        progress(&format!("{f}: the verdict is unknown"));
+        Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            detail: f.to_string(),
+        }
+    });
+    let verdict = judge(&dir, &expect, &scenario.to_toml(), incomplete)?;
     Ok(RunOutcome {
         dir,
         verdict,
         sends,
         figures,
     })
+}
+
+/// Reads the run folder's history, checks it against `expect`, marks the verdict
+/// when the run did not finish as planned, and writes `verdict.json` and the
+/// reports. When the history could not be written whole (a full disk), the
+/// reports may not fit either: that is a warning of the verdict, not an error,
+/// so the caller still gets the (unknown) verdict to show.
+pub fn judge(
+    dir: &Path,
+    expect: &[Guarantee],
+    scenario_toml: &str,
+    incomplete: Option<Incomplete>,
+) -> Result<Verdict, HarnessError> {
+    let history = gauntlet_history::read_path(dir.join("history.jsonl"))
+        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
+    let mut verdict = gauntlet_checkers::check(
+        &history,
+        &CheckOptions {
+            expect: expect.to_vec(),
+            max_examples: 10,
+        },
+    );
+    let disk_failed = matches!(
+        incomplete,
+        Some(Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            ..
+        })
+    );
+    if let Some(i) = incomplete {
+        verdict.mark_incomplete(i);
+    }
+    let written = std::fs::write(
+        dir.join("verdict.json"),
+        gauntlet_report::verdict_json(&verdict),
+    )
+    .map_err(io("writing", dir))
+    .and_then(|()| {
+        gauntlet_report::write_run_reports(dir, &history, &verdict, Some(scenario_toml))
+            .map_err(|e| HarnessError::RunFolder(e.to_string()))
+    });
+    match written {
+        Ok(()) => {}
+        Err(e) if disk_failed => verdict
+            .warnings
+            .push(format!("the verdict and reports were not written: {e}")),
+        Err(e) => return Err(e),
+    }
+    Ok(verdict)
+}
+
+/// After Ctrl-C (the containers are gone): judges what the run recorded, marked
+/// interrupted, writes `verdict.json` and the reports, prints the summary.
+fn judge_interrupted(dir: &Path, expect: &[Guarantee], scenario_toml: &str, after: Duration) {
+    let history = dir.join("history.jsonl");
+    if !history.exists() {
+        eprintln!("gauntlet: nothing was recorded yet; no verdict");
+        return;
+    }
+    let incomplete = Incomplete {
+        reason: IncompleteReason::Interrupted,
+        detail: format!(
+            "stopped by Ctrl-C {:.1} s after the start, before the final drain ended",
+            after.as_secs_f64()
+        ),
+    };
+    match judge(dir, expect, scenario_toml, Some(incomplete)) {
+        Ok(v) => {
+            print!(
+                "{}",
+                gauntlet_report::terminal::summary(&v, &history.display().to_string())
+            );
+            println!("run folder: {}", dir.display());
+        }
+        Err(e) => eprintln!("gauntlet: no verdict of the interrupted run: {e}"),
+    }
 }
 
 /// Refuses a netem fault up front where the nodes' kernel has no `sch_netem`.
@@ -1077,7 +1256,7 @@ async fn drive(
     started: Instant,
     entered: Instant,
     opts: RunOptions,
-) -> Result<(u64, Figures), HarnessError> {
+) -> Result<Driven, HarnessError> {
     // Faults the deployment cannot do are refused here, before the history exists
     // and before any op.
     let schedule = schedule_for(scenario, deployment, time)?;
@@ -1170,7 +1349,7 @@ async fn drive(
     let t0 = Instant::now();
     let deadline = t0 + time;
     let supervise = async {
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && !recorder.failed() {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let mut ws = pool.lock().await;
             let slots = scenario.queue.consumers.max(1);
@@ -1195,10 +1374,14 @@ async fn drive(
         }
         Ok::<(), HarnessError>(())
     };
-    let (supervised, ()) = tokio::join!(
-        supervise,
-        run_schedule(&schedule, &cluster, &recorder, t0, progress)
-    );
+    let faults = async {
+        // A failed history write ends the schedule too (the final heal undoes it).
+        tokio::select! {
+            () = run_schedule(&schedule, &cluster, &recorder, t0, progress) => {}
+            () = until_failed(&recorder) => {}
+        }
+    };
+    let (supervised, ()) = tokio::join!(supervise, faults);
     supervised?;
     stop.store(true, Ordering::Relaxed);
     let sends = producers.await.unwrap_or(0);
@@ -1217,6 +1400,15 @@ async fn drive(
         w.stop(Duration::from_secs(10)).await;
     }
 
+    if let Some(failure) = recorder.write_error() {
+        // Nothing more can be recorded: no drain, no `drained` marker.
+        progress(&format!("{failure}; the workload stopped, no drain"));
+        return Ok(Driven {
+            sends,
+            figures,
+            write_failure: Some(failure),
+        });
+    }
     // Final drain: fresh consumers per group until a few polls in a row bring nothing.
     let _ = recorder.phase("drain");
     progress("draining with fresh consumers...");
@@ -1242,7 +1434,26 @@ async fn drive(
             "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)",
         );
     }
-    Ok((sends, figures))
+    Ok(Driven {
+        sends,
+        figures,
+        write_failure: recorder.write_error(),
+    })
+}
+
+/// What a workload phase left besides the history file.
+pub(crate) struct Driven {
+    sends: u64,
+    figures: Figures,
+    /// The recorder's first write error: the history is a prefix of the run.
+    write_failure: Option<WriteFailure>,
+}
+
+/// Returns once writing the history has failed.
+async fn until_failed(recorder: &Recorder) {
+    while !recorder.failed() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[cfg(test)]
@@ -1260,6 +1471,65 @@ mod tests {
         assert_eq!(parse_duration("7").ok(), Some(Duration::from_secs(7)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn storage_settings_parse_and_become_the_storage_nodes_environment() {
+        let s = Scenario::from_toml(
+            "name = \"x\"\nbroker = \"kafka\"\n[storage]\nfsync = false\nsynchronous-commit = false\n",
+        )
+        .expect("scenario");
+        assert_eq!(
+            s.storage.env(),
+            vec![
+                "GAUNTLET_PG_FSYNC=off".to_string(),
+                "GAUNTLET_PG_SYNCHRONOUS_COMMIT=off".to_string()
+            ]
+        );
+        assert!(s.to_toml().contains("[storage]"));
+        let d = Scenario::from_toml("name = \"x\"\nbroker = \"kafka\"\n").expect("scenario");
+        assert!(d.storage.is_default());
+        assert!(
+            !d.to_toml().contains("[storage]"),
+            "the default is not written"
+        );
+        assert!(Scenario::from_toml(
+            "name = \"x\"\nbroker = \"kafka\"\n[storage]\nfsynk = false\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn the_default_scenario_restarts_the_primary_between_two_consumer_kills() {
+        let d = Scenario::default_scenario();
+        let kinds: Vec<FaultKind> = d
+            .nemesis
+            .iter()
+            .map(|n| FaultKind::from_str(n).expect("a fault"))
+            .collect();
+        let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|n| n.to_string()).collect();
+        let gen = |time: &str| {
+            Schedule::generate(
+                d.seed,
+                &kinds,
+                &nodes,
+                parse_duration(time).expect("time"),
+                parse_duration(&d.nemesis_interval).expect("interval"),
+                parse_duration(&d.nemesis_duration).expect("duration"),
+            )
+        };
+        let s = gen(&d.time);
+        let drawn: Vec<(&str, &str)> = s
+            .faults
+            .iter()
+            .map(|f| (f.fault.as_str(), f.target.as_str()))
+            .collect();
+        assert_eq!(drawn.len(), 3, "{drawn:?}");
+        assert_eq!(drawn[0].0, "kill-consumer:before-ack");
+        assert_eq!(drawn[1], ("restart-broker:mid-batch", "n1"));
+        assert_eq!(drawn[2].0, "kill-consumer:before-ack");
+        // A shorter run (the e2e test's 14 s) keeps the first two.
+        assert_eq!(gen("14s").faults, s.faults[..2].to_vec());
     }
 
     #[test]

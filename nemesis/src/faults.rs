@@ -184,10 +184,18 @@ pub enum Role {
     GroupCoordinator,
     /// The coordinator of the workload's first transactional id (FindCoordinator, key type 1).
     TxnCoordinator,
+    /// The node that stores the brokers' data where that is a node of its own
+    /// (the PostgreSQL of a tansu cluster): not a broker, never drawn at random.
+    Storage,
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Leader, Role::GroupCoordinator, Role::TxnCoordinator];
+    pub const ALL: [Role; 4] = [
+        Role::Leader,
+        Role::GroupCoordinator,
+        Role::TxnCoordinator,
+        Role::Storage,
+    ];
 
     /// The name after the fault's, as in `kill-broker:group-coordinator`.
     pub fn name(self) -> &'static str {
@@ -195,6 +203,7 @@ impl Role {
             Role::Leader => "leader",
             Role::GroupCoordinator => "group-coordinator",
             Role::TxnCoordinator => "txn-coordinator",
+            Role::Storage => "storage",
         }
     }
 }
@@ -609,7 +618,7 @@ pub const NETEM_HEAL: &str = "tc qdisc del dev eth0 root 2>/dev/null || true";
 
 /// Removes every DROP rule the partitions added, on every node.
 pub async fn heal_network(cluster: &dyn Cluster) -> Result<(), NemesisError> {
-    for n in cluster.nodes() {
+    for n in cluster.nodes().into_iter().chain(cluster.storage_node()) {
         cluster
             .exec(&n, "iptables -F INPUT && iptables -F OUTPUT")
             .await?;

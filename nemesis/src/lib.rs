@@ -38,6 +38,11 @@ pub enum NemesisError {
 pub trait Cluster: Send + Sync {
     /// Node names, n1..nN.
     fn nodes(&self) -> Vec<String>;
+    /// The node that stores the brokers' data when it is not a broker (a tansu
+    /// cluster's PostgreSQL); aimed at by role only, healed with the others.
+    fn storage_node(&self) -> Option<String> {
+        None
+    }
     /// SIGKILL a node's broker.
     async fn kill_node(&self, node: &str) -> Result<(), NemesisError>;
     /// Start a killed or stopped node and wait until it is ready again.

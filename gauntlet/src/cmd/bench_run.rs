@@ -168,6 +168,8 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
                 s.time = args.time.clone();
                 s.rate = rate;
                 s.seed = i as u64;
+                // A benchmark measures the workload, not the default run's faults.
+                s.nemesis.clear();
                 s.results = args.results.clone();
                 let cpu0 = cpu_seconds();
                 let outcome = rt

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// History file (JSON Lines, contract v1).
+    /// History file (JSON Lines, contract v1.1).
     pub file: PathBuf,
     /// Guarantees the run claims, comma-separated (default: at-least-once).
     #[arg(long, value_delimiter = ',')]

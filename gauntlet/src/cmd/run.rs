@@ -46,7 +46,9 @@ pub struct RunArgs {
     /// restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader];
     /// through the client proxy: ack-loss, partition-one-way, client-partition, latency[:MS],
     /// jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
-    /// See docs/nemesis.md.
+    /// See docs/nemesis.md. `none` for no fault. Without this flag, the default run
+    /// (Redis, queue, at-least-once) kills consumers before their ack and restarts the
+    /// primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.
     #[arg(long, value_delimiter = ',')]
     pub nemesis: Vec<String>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).
@@ -104,8 +106,25 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     if !args.nemesis.is_empty() {
         s.nemesis = args.nemesis.clone();
     }
+    if s.nemesis.iter().any(|n| n == "none") {
+        // `--nemesis none`: no fault at all.
+        s.nemesis.clear();
+    }
     if let Some(r) = &args.replay {
         s.replay = Some(r.clone());
+    }
+    if args.scenario.is_none() && args.nemesis.is_empty() {
+        // The default faults were chosen for the default broker, workload and mode
+        // (Redis Streams at-least-once survives them); a run that changes one of
+        // those, or replays a schedule, has no faults unless --nemesis names some.
+        let d = Scenario::default_scenario();
+        if s.broker != d.broker
+            || s.workload != d.workload
+            || s.delivery.mode != d.delivery.mode
+            || s.replay.is_some()
+        {
+            s.nemesis.clear();
+        }
     }
     if args.scenario.is_none() {
         // A scenario made of flags is named after what it runs.
@@ -137,8 +156,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         .enable_all()
         .build()?;
     let progress = progress_printer(std::io::stderr().is_terminal());
+    let faults = if scenario.replay.is_some() {
+        ", faults replayed".to_string()
+    } else if scenario.nemesis.is_empty() {
+        ", no faults".to_string()
+    } else {
+        format!(
+            ", faults {} (seed {})",
+            scenario.nemesis.join(", "),
+            scenario.seed
+        )
+    };
     eprintln!(
-        "gauntlet run: scenario `{}` on {}",
+        "gauntlet run: scenario `{}` on {}{faults}",
         scenario.name, scenario.broker
     );
     let outcome = rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?;
@@ -207,6 +237,41 @@ pub fn bar_line(tick: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn scenario_of(args: &[&str]) -> Scenario {
+        let cli = Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+            .expect("arguments parse");
+        scenario(&cli.run).expect("a scenario")
+    }
+
+    #[test]
+    fn the_default_run_has_the_default_faults_and_other_subjects_have_none() {
+        let faults: Vec<String> = gauntlet_harness::run::DEFAULT_FAULTS
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(scenario_of(&[]).nemesis, faults);
+        assert_eq!(scenario_of(&["--time", "14s"]).nemesis, faults);
+        assert_eq!(scenario_of(&["--broker", "redis"]).nemesis, faults);
+        assert!(scenario_of(&["--nemesis", "none"]).nemesis.is_empty());
+        assert!(scenario_of(&["--broker", "kafka"]).nemesis.is_empty());
+        assert!(scenario_of(&["--workload", "log", "--broker", "kafka"])
+            .nemesis
+            .is_empty());
+        assert!(scenario_of(&["--mode", "at-most-once"]).nemesis.is_empty());
+        assert!(scenario_of(&["--replay", "x.toml"]).nemesis.is_empty());
+        assert_eq!(
+            scenario_of(&["--broker", "nats", "--nemesis", "pause"]).nemesis,
+            vec!["pause".to_string()]
+        );
+    }
 
     #[test]
     fn the_bar_follows_the_elapsed_fraction() {

@@ -6,7 +6,16 @@ use serde_json::Value;
 fn redis_clean_run_is_valid_with_no_anomaly() {
     let r = run(
         "redis-clean",
-        &["--broker", "redis", "--time", "8s", "--rate", "50"],
+        &[
+            "--broker",
+            "redis",
+            "--nemesis",
+            "none",
+            "--time",
+            "8s",
+            "--rate",
+            "50",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.verdict);
     for a in [
@@ -22,6 +31,66 @@ fn redis_clean_run_is_valid_with_no_anomaly() {
         assert_eq!(count(&r, a), 0, "{a}: {}", r.verdict["anomalies"][a]);
     }
     assert!(r.verdict["stats"]["sends_ok"].as_u64().unwrap_or(0) > 100);
+    assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
+    assert_run_folder(&r.dir);
+    no_leftovers(&r.dir);
+}
+
+/// `gauntlet run` with no arguments, as a newcomer runs it: Redis Streams (a primary
+/// and two replicas, AOF `appendfsync always`), at-least-once, 20 s, with the default
+/// faults: a consumer killed before its ack, the primary SIGKILLed and restarted with
+/// a send in flight, another consumer kill. Valid: redelivered, nothing lost.
+#[test]
+fn default_run_kills_consumers_and_restarts_the_primary_and_loses_nothing() {
+    let t = std::time::Instant::now();
+    let r = run("default", &[]);
+    report("default run (no arguments)", &r, t);
+    let schedule = std::fs::read_to_string(r.dir.join("schedule.toml")).expect("schedule.toml");
+    // (fault, target) per [[fault]] table, in order.
+    let drawn: Vec<(String, String)> = schedule
+        .split("[[fault]]")
+        .skip(1)
+        .map(|table| {
+            let field = |k: &str| {
+                table
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix(&format!("{k} = ")))
+                    .map(|v| v.trim_matches('"').to_string())
+                    .unwrap_or_default()
+            };
+            (field("fault"), field("target"))
+        })
+        .collect();
+    assert_eq!(drawn.len(), 3, "{schedule}");
+    assert_eq!(drawn[0].0, "kill-consumer:before-ack", "{schedule}");
+    assert_eq!(
+        drawn[1],
+        ("restart-broker:mid-batch".to_string(), "n1".to_string()),
+        "{schedule}"
+    );
+    assert_eq!(drawn[2].0, "kill-consumer:before-ack", "{schedule}");
+    // Every fault was applied: started without an error, the primary came back.
+    let events = nemesis_events(&r.dir);
+    let info = |f: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "info" && e["f"] == f)
+            .collect()
+    };
+    let kills = info("kill-consumer");
+    assert_eq!(kills.len(), 2, "{events:?}");
+    let restarts = info("restart");
+    assert_eq!(restarts.len(), 1, "{events:?}");
+    for e in kills.iter().chain(&restarts).chain(&info("restarted")) {
+        assert!(e["value"].get("error").is_none(), "fault failed: {e}");
+    }
+    assert_eq!(restarts[0]["value"]["node"], "n1", "{}", restarts[0]);
+    assert_eq!(info("restarted").len(), 1, "{events:?}");
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(r.verdict["valid"], Value::Bool(true), "{}", r.verdict);
+    assert!(count(&r, "redelivered") > 0, "{}", r.verdict["anomalies"]);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    assert_eq!(count(&r, "unseen"), 0, "{}", r.verdict["anomalies"]);
     assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
     assert_run_folder(&r.dir);
     no_leftovers(&r.dir);

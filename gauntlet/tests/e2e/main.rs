@@ -11,6 +11,7 @@
 mod basics;
 mod clean;
 mod common;
+mod incomplete;
 mod log;
 mod matrix;
 mod network;

@@ -1,5 +1,6 @@
 //! One cluster recipe per broker.
 pub mod kafka;
+pub mod kafka_official;
 pub mod nats;
 pub mod rabbitmq;
 pub mod redis;

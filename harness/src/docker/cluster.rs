@@ -1,6 +1,7 @@
 //! A cluster of one broker in Docker containers.
 use crate::broker::{
     BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, Probe, Recipe,
+    STORAGE_NODE,
 };
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{docker_err, io_err, HarnessError, Result};
@@ -40,6 +41,8 @@ pub struct ClusterSpec {
     /// Client-facing addresses by node index and port name, when clients reach the
     /// nodes through a proxy (recipes advertise them, see `ClusterContext::client_endpoint`).
     pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
+    /// More environment for the storage node (`KEY=value`), where there is one.
+    pub storage_env: Vec<String>,
 }
 
 impl ClusterSpec {
@@ -54,7 +57,34 @@ impl ClusterSpec {
             ready_timeout: None,
             build_missing_image: false,
             client_endpoints: Vec::new(),
+            storage_env: Vec::new(),
         }
+    }
+
+    /// What the image can do (the memory build of Kafka has one node and forgets
+    /// on restart; the durable cluster does not).
+    pub fn capabilities(&self) -> Capabilities {
+        let recipe = self.broker.recipe();
+        recipe.capabilities_in(&ClusterContext {
+            nodes: Vec::new(),
+            host_endpoints: Vec::new(),
+            client_endpoints: Vec::new(),
+            flavour: self.image.flavour,
+            secret: String::new(),
+            image: self.image.name.clone(),
+            storage: None,
+        })
+    }
+
+    /// The number of broker nodes: as asked, else the recipe's default within
+    /// what the image can do.
+    pub fn node_count(&self) -> usize {
+        self.nodes.unwrap_or_else(|| {
+            self.broker
+                .recipe()
+                .default_nodes()
+                .min(self.capabilities().max_nodes)
+        })
     }
 
     pub fn nodes(mut self, n: usize) -> Self {
@@ -109,6 +139,8 @@ pub struct DockerDeployment {
     ctx: ClusterContext,
     network: Option<String>,
     nodes: Vec<Node>,
+    /// The storage node ([`Recipe::storage`]) and its readiness probe.
+    storage: Option<(Node, Probe)>,
     logs_dir: Option<PathBuf>,
     ready_timeout: Duration,
     torn_down: AtomicBool,
@@ -138,16 +170,12 @@ impl DockerDeployment {
     pub async fn launch(docker: &Docker, spec: ClusterSpec) -> Result<Self> {
         let recipe = spec.broker.recipe();
         let flavour = spec.image.flavour;
-        let n = spec.nodes.unwrap_or_else(|| recipe.default_nodes());
-        let caps = recipe.capabilities(flavour);
-        if n == 0 || n > caps.max_nodes {
-            return Err(HarnessError::TooManyNodes {
-                broker: spec.broker.to_string(),
-                max: caps.max_nodes,
-                asked: n,
-            });
-        }
-        ensure_image(docker, &spec).await?;
+        let secret = format!(
+            "gauntletcookie{}",
+            spec.run_id.as_str().replace(['-', '.'], "")
+        );
+        let n = spec.node_count();
+        let caps = spec.capabilities();
 
         let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
         let mut host_endpoints = Vec::with_capacity(n);
@@ -163,11 +191,22 @@ impl DockerDeployment {
             host_endpoints,
             client_endpoints: spec.client_endpoints.clone(),
             flavour,
-            secret: format!(
-                "gauntletcookie{}",
-                spec.run_id.as_str().replace(['-', '.'], "")
-            ),
+            secret,
+            image: spec.image.name.clone(),
+            storage: None,
         };
+        let mut ctx = ctx;
+        if recipe.storage(&ctx).is_some() {
+            ctx.storage = Some(STORAGE_NODE.to_string());
+        }
+        if n == 0 || n > caps.max_nodes {
+            return Err(HarnessError::TooManyNodes {
+                broker: spec.broker.to_string(),
+                max: caps.max_nodes,
+                asked: n,
+            });
+        }
+        ensure_image(docker, &spec).await?;
         let mut dep = DockerDeployment {
             docker: docker.clone(),
             run_id: spec.run_id.clone(),
@@ -176,6 +215,7 @@ impl DockerDeployment {
             ctx,
             network: None,
             nodes: Vec::new(),
+            storage: None,
             logs_dir: spec.logs_dir.clone(),
             ready_timeout: spec.ready_timeout.unwrap_or_else(|| recipe.ready_timeout()),
             torn_down: AtomicBool::new(false),
@@ -210,6 +250,72 @@ impl DockerDeployment {
             .await
             .map_err(docker_err(format!("creating network {net_name}")))?;
         self.network = Some(net.id);
+
+        if let Some(sp) = self.recipe.storage(&self.ctx) {
+            // The storage node first, ready before any broker starts (a broker that
+            // finds no storage may give up).
+            let name = STORAGE_NODE.to_string();
+            let container_name = format!("gauntlet-{}-{name}", self.run_id);
+            let body = ContainerCreateBody {
+                hostname: Some(name.clone()),
+                image: Some(sp.image.clone().unwrap_or_else(|| spec.image.name.clone())),
+                entrypoint: sp.plan.entrypoint.clone(),
+                cmd: Some(sp.plan.cmd.clone()),
+                env: Some(
+                    sp.plan
+                        .env
+                        .iter()
+                        .chain(&spec.storage_env)
+                        .cloned()
+                        .collect(),
+                ),
+                user: sp.plan.user.clone(),
+                labels: Some(self.labels(Some(&name))),
+                host_config: Some(HostConfig {
+                    cap_add: Some(vec!["NET_ADMIN".into()]),
+                    network_mode: Some(net_name.clone()),
+                    init: Some(true),
+                    ..Default::default()
+                }),
+                networking_config: Some(NetworkingConfig {
+                    endpoints_config: Some(HashMap::from([(
+                        net_name.clone(),
+                        EndpointSettings {
+                            aliases: Some(vec![name.clone()]),
+                            ..Default::default()
+                        },
+                    )])),
+                }),
+                ..Default::default()
+            };
+            let created = self
+                .docker
+                .create_container(
+                    Some(CreateContainerOptions {
+                        name: Some(container_name.clone()),
+                        ..Default::default()
+                    }),
+                    body,
+                )
+                .await
+                .map_err(docker_err(format!(
+                    "creating the storage node ({container_name})"
+                )))?;
+            self.storage = Some((
+                Node {
+                    name: name.clone(),
+                    container: created.id,
+                    endpoints: Vec::new(),
+                },
+                sp.ready.clone(),
+            ));
+            self.docker
+                .start_container(&self.storage_container()?, None::<StartContainerOptions>)
+                .await
+                .map_err(docker_err("starting the storage node".to_string()))?;
+            self.wait_probe(&name, &sp.ready, self.ready_timeout)
+                .await?;
+        }
 
         for (i, name) in self.ctx.nodes.clone().iter().enumerate() {
             let plan = self.recipe.node(&self.ctx, i);
@@ -329,8 +435,16 @@ impl DockerDeployment {
     fn node(&self, name: &str) -> Result<&Node> {
         self.nodes
             .iter()
+            .chain(self.storage.as_ref().map(|(n, _)| n))
             .find(|n| n.name == name)
             .ok_or_else(|| HarnessError::UnknownNode(name.to_string()))
+    }
+
+    fn storage_container(&self) -> Result<String> {
+        self.storage
+            .as_ref()
+            .map(|(n, _)| n.container.clone())
+            .ok_or_else(|| HarnessError::UnknownNode(STORAGE_NODE.to_string()))
     }
 
     fn index(&self, name: &str) -> Result<usize> {
@@ -481,6 +595,36 @@ async fn http_get(host: &str, port: u16, path: &str) -> std::result::Result<(u16
 }
 
 async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
+    // The storage node's image too, where the recipe has one of its own.
+    let ctx = ClusterContext {
+        nodes: Vec::new(),
+        host_endpoints: Vec::new(),
+        client_endpoints: Vec::new(),
+        flavour: spec.image.flavour,
+        secret: String::new(),
+        image: spec.image.name.clone(),
+        storage: None,
+    };
+    if let Some(image) = spec.broker.recipe().storage(&ctx).and_then(|p| p.image) {
+        match docker.inspect_image(&image).await {
+            Ok(_) => {}
+            Err(e) if super::is_not_found(&e) && spec.build_missing_image => {
+                crate::images::ensure_storage_image(
+                    docker,
+                    &crate::images::BuildOptions::default(),
+                    &crate::images::StderrProgress,
+                )
+                .await?;
+            }
+            Err(e) if super::is_not_found(&e) => {
+                return Err(HarnessError::ImageMissing {
+                    image,
+                    broker: spec.broker.to_string(),
+                })
+            }
+            Err(e) => return Err(docker_err(format!("inspecting image {image}"))(e)),
+        }
+    }
     match docker.inspect_image(&spec.image.name).await {
         Ok(_) => Ok(()),
         Err(e) if super::is_not_found(&e) => {
@@ -645,12 +789,21 @@ impl Deployment for DockerDeployment {
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = self.recipe.capabilities(self.ctx.flavour);
+        let mut caps = self.recipe.capabilities_in(&self.ctx);
         caps.max_nodes = self.nodes.len();
         caps
     }
 
+    fn storage_node(&self) -> Option<String> {
+        self.storage.as_ref().map(|(n, _)| n.name.clone())
+    }
+
     async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()> {
+        if let Some((n, probe)) = &self.storage {
+            if n.name == node {
+                return self.wait_probe(node, probe, timeout).await;
+            }
+        }
         let i = self.index(node)?;
         let probe = self.recipe.node_ready(&self.ctx, i);
         self.wait_probe(node, &probe, timeout).await
@@ -670,7 +823,11 @@ impl Deployment for DockerDeployment {
             .await
             .map_err(io_err(format!("creating {}", dir.display())))?;
         let mut written = Vec::new();
-        for node in &self.nodes {
+        for node in self
+            .nodes
+            .iter()
+            .chain(self.storage.as_ref().map(|(n, _)| n))
+        {
             let text = self.logs(&node.name).await?;
             let path = dir.join(format!("{}.log", node.name));
             tokio::fs::write(&path, text)

@@ -20,7 +20,7 @@ pub(super) async fn drive_txn(
     time: Duration,
     progress: &Progress,
     started: Instant,
-) -> Result<(u64, Figures), HarnessError> {
+) -> Result<Driven, HarnessError> {
     let kind = deployment.broker();
     if kind.name() != "kafka" {
         return Err(HarnessError::Scenario(format!(
@@ -92,5 +92,9 @@ pub(super) async fn drive_txn(
         workload_time: t0.elapsed(),
         ..Figures::default()
     };
-    Ok((s.sends, figures))
+    Ok(Driven {
+        sends: s.sends,
+        figures,
+        write_failure: recorder.write_error(),
+    })
 }

@@ -13,12 +13,24 @@ pub fn logs_dir(run: &RunId) -> PathBuf {
 
 /// Form a cluster of `broker` with `nodes` nodes (the recipe's default when None).
 pub async fn launch(broker: BrokerKind, nodes: Option<usize>) -> DockerDeployment {
+    launch_image(broker, nodes, None).await
+}
+
+/// [`launch`] with another image of the broker (by name).
+pub async fn launch_image(
+    broker: BrokerKind,
+    nodes: Option<usize>,
+    image: Option<&str>,
+) -> DockerDeployment {
     let docker = docker::connect().await.expect("Docker Engine reachable");
     let run = RunId::from_name(&format!("test-{}-{}", broker, RunId::generate()));
     let mut spec = ClusterSpec::new(broker)
         .run_id(run.clone())
         .logs_dir(logs_dir(&run))
         .build_missing_image(true);
+    if let Some(i) = image {
+        spec = spec.image(gauntlet_harness::ImageRef::named(i));
+    }
     spec.nodes = nodes;
     let started = Instant::now();
     let dep = DockerDeployment::launch(&docker, spec)

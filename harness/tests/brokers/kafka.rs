@@ -1,8 +1,11 @@
-//! The Kafka-protocol broker (tansu in Gauntlet's image), one node, with rdkafka.
-//! `kafka_semantics_of_the_local_build` measures which Kafka semantics the build
-//! honours and prints the table that docs/brokers.md records.
+//! The Kafka-protocol broker (tansu in Gauntlet's image) with rdkafka: the durable
+//! cluster (three brokers on PostgreSQL, the default) and the memory build (one
+//! node, by its image name). `kafka_semantics_of_the_local_build` (memory) and
+//! `kafka_semantics_of_the_durable_cluster` measure which Kafka semantics each
+//! honours and print the table that docs/brokers.md records.
 use crate::common;
-use gauntlet_harness::{BrokerKind, Deployment};
+use gauntlet_harness::brokers::kafka::MEMORY_IMAGE;
+use gauntlet_harness::{BrokerKind, Deployment, NodeControl};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
@@ -86,8 +89,10 @@ fn producer(bootstrap: &str, extra: &[(&str, &str)]) -> FutureProducer {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn single_node_round_trip_and_restart() {
-    let dep = common::launch(BrokerKind::Kafka, None).await;
+async fn memory_build_round_trip_and_restart_forgets() {
+    let dep = common::launch_image(BrokerKind::Kafka, None, Some(MEMORY_IMAGE)).await;
+    assert_eq!(dep.nodes(), vec!["n1".to_string()]);
+    assert!(dep.storage_node().is_none());
     let bootstrap = dep.addrs("kafka").join(",");
     common::retry("create topic", Duration::from_secs(60), || {
         create_topic(&bootstrap, "it")
@@ -128,7 +133,7 @@ async fn single_node_round_trip_and_restart() {
 /// (acks=all produce and a group consume) do not work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_semantics_of_the_local_build() {
-    let dep = common::launch(BrokerKind::Kafka, None).await;
+    let dep = common::launch_image(BrokerKind::Kafka, None, Some(MEMORY_IMAGE)).await;
     let bs = dep.addrs("kafka").join(",");
     let mut table: Vec<(&str, String)> = Vec::new();
 
@@ -254,10 +259,7 @@ async fn kafka_semantics_of_the_local_build() {
     table.push(("durability across restart", after));
     drop(c3);
 
-    eprintln!(
-        "\n== Kafka semantics of the local build ({}):",
-        BrokerKind::Kafka.default_image()
-    );
+    eprintln!("\n== Kafka semantics of the local build ({MEMORY_IMAGE}):");
     for (k, v) in &table {
         eprintln!("| {k} | {v} |");
     }
@@ -265,4 +267,188 @@ async fn kafka_semantics_of_the_local_build() {
     drop(p0);
     drop(pi);
     common::teardown(dep).await;
+}
+
+/// Every message of `topic` a fresh consumer group reads from the beginning within `within`.
+async fn read_all(
+    bs: &str,
+    topic: &str,
+    group: &str,
+    want: usize,
+    within: Duration,
+) -> Vec<String> {
+    let c = consumer(bs, group, &[]);
+    c.subscribe(&[topic]).expect("subscribe");
+    let got = receive(&c, want, within).await;
+    drop(c);
+    got
+}
+
+/// The durable cluster: three tansu brokers on one PostgreSQL. Asserts what a user
+/// relies on (acknowledged records survive a SIGKILL and restart of a broker, of
+/// every broker, and of PostgreSQL; any broker serves what another took) and
+/// prints the semantics table of docs/brokers.md (second column).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_semantics_of_the_durable_cluster() {
+    let dep = common::launch(BrokerKind::Kafka, None).await;
+    assert_eq!(dep.nodes(), vec!["n1", "n2", "n3"]);
+    assert_eq!(dep.storage_node().as_deref(), Some("storage"));
+    let addrs = dep.addrs("kafka");
+    assert_eq!(addrs.len(), 3);
+    let bs = addrs.join(",");
+    let mut table: Vec<(&str, String)> = Vec::new();
+
+    common::retry("create topic", Duration::from_secs(60), || {
+        create_topic(&bs, "dur")
+    })
+    .await;
+    // acks=all through n1 only, read back through n3 only: one store behind all brokers.
+    let p1 = producer(&addrs[0], &[]);
+    let mut acked = Vec::new();
+    for i in 0..5 {
+        let m = format!("d{i}");
+        let r = produce(&p1, "dur", &m).await;
+        assert!(r.is_ok(), "acks=all produce through n1: {r:?}");
+        acked.push(m);
+    }
+    drop(p1);
+    let via_n3 = read_all(&addrs[2], "dur", "dur-n3", 5, Duration::from_secs(60)).await;
+    table.push((
+        "acks=all; produce via n1, consume via n3",
+        format!("ok: n3 served {via_n3:?}"),
+    ));
+    let mut sorted = via_n3.clone();
+    sorted.sort();
+    assert_eq!(sorted, acked, "any broker serves what another took");
+
+    let p0 = producer(&bs, &[("acks", "0")]);
+    table.push((
+        "acks=0",
+        match produce(&p0, "dur", "z0").await {
+            Ok(_) => "ok".into(),
+            Err(e) => format!("error: {e}"),
+        },
+    ));
+    drop(p0);
+    let pi = producer(&bs, &[("enable.idempotence", "true")]);
+    let (r1, r2) = (
+        produce(&pi, "dur", "i1").await,
+        produce(&pi, "dur", "i2").await,
+    );
+    table.push((
+        "idempotent producer",
+        match (r1, r2) {
+            (Ok(a), Ok(b)) => format!("ok (offsets {a}, {b})"),
+            (a, b) => format!("error: {a:?} {b:?}"),
+        },
+    ));
+    drop(pi);
+
+    // Transactions and read_committed.
+    create_topic(&bs, "dtxn").await.expect("create dtxn");
+    let pt = producer(
+        &bs,
+        &[
+            ("transactional.id", "gauntlet-dur"),
+            ("enable.idempotence", "true"),
+        ],
+    );
+    let txn = async {
+        pt.init_transactions(Duration::from_secs(20))
+            .map_err(|e| format!("init: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, "dtxn", "aborted").await?;
+        pt.abort_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("abort: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, "dtxn", "committed").await?;
+        pt.commit_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("commit: {e}"))?;
+        Ok::<_, String>(())
+    }
+    .await;
+    table.push((
+        "transactions (init/abort/commit)",
+        match &txn {
+            Ok(()) => "ok".into(),
+            Err(e) => format!("error: {e}"),
+        },
+    ));
+    if txn.is_ok() {
+        let rc = consumer(&bs, "dur-rc", &[("isolation.level", "read_committed")]);
+        rc.subscribe(&["dtxn"]).expect("subscribe");
+        let got = receive(&rc, 2, Duration::from_secs(20)).await;
+        table.push(("read_committed hides aborted", format!("got {got:?}")));
+    }
+    drop(pt);
+
+    // Durability: one broker, every broker, then PostgreSQL, each SIGKILLed and restarted.
+    common::kill_and_restart(&dep, "n1").await;
+    let after_one = read_all(&bs, "dur", "dur-after-1", 5, Duration::from_secs(60)).await;
+    table.push((
+        "acknowledged records after SIGKILL + restart of one broker",
+        format!(
+            "{} of 5 read back",
+            acked.iter().filter(|m| after_one.contains(m)).count()
+        ),
+    ));
+    for n in ["n1", "n2", "n3"] {
+        dep.kill(n).await.expect("kill");
+    }
+    for n in ["n1", "n2", "n3"] {
+        dep.start(n).await.expect("start");
+    }
+    dep.wait_cluster_ready(Duration::from_secs(120))
+        .await
+        .expect("every broker back");
+    let after_all = read_all(&bs, "dur", "dur-after-all", 5, Duration::from_secs(60)).await;
+    table.push((
+        "... of every broker",
+        format!(
+            "{} of 5 read back",
+            acked.iter().filter(|m| after_all.contains(m)).count()
+        ),
+    ));
+    common::kill_and_restart(&dep, "storage").await;
+    let after_pg = common::retry(
+        "read after the storage restart",
+        Duration::from_secs(90),
+        || {
+            let bs = bs.clone();
+            async move {
+                let got = read_all(&bs, "dur", "dur-after-pg", 5, Duration::from_secs(20)).await;
+                if got.len() >= 5 {
+                    Ok(got)
+                } else {
+                    Err(format!("only {got:?}"))
+                }
+            }
+        },
+    )
+    .await;
+    table.push((
+        "... of PostgreSQL (fsync=on, synchronous_commit=on)",
+        format!(
+            "{} of 5 read back",
+            acked.iter().filter(|m| after_pg.contains(m)).count()
+        ),
+    ));
+    eprintln!(
+        "\n== Kafka semantics of the durable cluster ({}):",
+        BrokerKind::Kafka.default_image()
+    );
+    for (k, v) in &table {
+        eprintln!("| {k} | {v} |");
+    }
+    for got in [&after_one, &after_all, &after_pg] {
+        for m in &acked {
+            assert!(got.contains(m), "acknowledged {m} lost: read {got:?}");
+        }
+    }
+    let logs_dir = common::logs_dir(dep.run_id());
+    common::teardown(dep).await;
+    assert!(
+        logs_dir.join("storage.log").exists(),
+        "the storage node's log is collected"
+    );
 }
