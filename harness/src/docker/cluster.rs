@@ -1,6 +1,6 @@
 //! A cluster of one broker in Docker containers.
 use crate::broker::{
-    BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, Probe, Recipe,
+    BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, NodePlan, Probe, Recipe,
     STORAGE_NODE,
 };
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
@@ -18,6 +18,9 @@ use bollard::query_parameters::{
 };
 use bollard::Docker;
 use futures_util::StreamExt;
+
+/// Ports a node publishes on the host: the exposed ports and their bindings.
+type PortMap = (Vec<String>, HashMap<String, Option<Vec<PortBinding>>>);
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,6 +240,63 @@ impl DockerDeployment {
         l
     }
 
+    /// Creates (does not start) the container of node `name` on the run's
+    /// network, reachable there by its name, with NET_ADMIN (for the nemesis's
+    /// iptables and tc) and an init; `ports` publishes ports on the host.
+    /// Returns its id; `what` names it in the error.
+    async fn create_container(
+        &self,
+        name: &str,
+        what: &str,
+        image: String,
+        plan: &NodePlan,
+        env: Vec<String>,
+        ports: Option<PortMap>,
+    ) -> Result<String> {
+        let net_name = format!("gauntlet-{}", self.run_id);
+        let container_name = format!("gauntlet-{}-{name}", self.run_id);
+        let (exposed, bindings) = ports.unzip();
+        let body = ContainerCreateBody {
+            hostname: Some(name.to_string()),
+            image: Some(image),
+            entrypoint: plan.entrypoint.clone(),
+            cmd: Some(plan.cmd.clone()),
+            env: Some(env),
+            user: plan.user.clone(),
+            labels: Some(self.labels(Some(name))),
+            exposed_ports: exposed,
+            host_config: Some(HostConfig {
+                cap_add: Some(vec!["NET_ADMIN".into()]),
+                port_bindings: bindings,
+                network_mode: Some(net_name.clone()),
+                init: Some(true),
+                ..Default::default()
+            }),
+            networking_config: Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(
+                    net_name,
+                    EndpointSettings {
+                        aliases: Some(vec![name.to_string()]),
+                        ..Default::default()
+                    },
+                )])),
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(container_name.clone()),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(docker_err(format!("creating {what} ({container_name})")))?;
+        Ok(created.id)
+    }
+
     async fn create(&mut self, spec: &ClusterSpec) -> Result<()> {
         let net_name = format!("gauntlet-{}", self.run_id);
         let net = self
@@ -255,56 +315,21 @@ impl DockerDeployment {
             // The storage node first, ready before any broker starts (a broker that
             // finds no storage may give up).
             let name = STORAGE_NODE.to_string();
-            let container_name = format!("gauntlet-{}-{name}", self.run_id);
-            let body = ContainerCreateBody {
-                hostname: Some(name.clone()),
-                image: Some(sp.image.clone().unwrap_or_else(|| spec.image.name.clone())),
-                entrypoint: sp.plan.entrypoint.clone(),
-                cmd: Some(sp.plan.cmd.clone()),
-                env: Some(
-                    sp.plan
-                        .env
-                        .iter()
-                        .chain(&spec.storage_env)
-                        .cloned()
-                        .collect(),
-                ),
-                user: sp.plan.user.clone(),
-                labels: Some(self.labels(Some(&name))),
-                host_config: Some(HostConfig {
-                    cap_add: Some(vec!["NET_ADMIN".into()]),
-                    network_mode: Some(net_name.clone()),
-                    init: Some(true),
-                    ..Default::default()
-                }),
-                networking_config: Some(NetworkingConfig {
-                    endpoints_config: Some(HashMap::from([(
-                        net_name.clone(),
-                        EndpointSettings {
-                            aliases: Some(vec![name.clone()]),
-                            ..Default::default()
-                        },
-                    )])),
-                }),
-                ..Default::default()
-            };
-            let created = self
-                .docker
-                .create_container(
-                    Some(CreateContainerOptions {
-                        name: Some(container_name.clone()),
-                        ..Default::default()
-                    }),
-                    body,
-                )
-                .await
-                .map_err(docker_err(format!(
-                    "creating the storage node ({container_name})"
-                )))?;
+            let image = sp.image.clone().unwrap_or_else(|| spec.image.name.clone());
+            let env = sp
+                .plan
+                .env
+                .iter()
+                .chain(&spec.storage_env)
+                .cloned()
+                .collect();
+            let id = self
+                .create_container(&name, "the storage node", image, &sp.plan, env, None)
+                .await?;
             self.storage = Some((
                 Node {
                     name: name.clone(),
-                    container: created.id,
+                    container: id,
                     endpoints: Vec::new(),
                 },
                 sp.ready.clone(),
@@ -340,50 +365,19 @@ impl DockerDeployment {
                     port,
                 });
             }
-            let container_name = format!("gauntlet-{}-{name}", self.run_id);
-            let body = ContainerCreateBody {
-                hostname: Some(name.clone()),
-                image: Some(spec.image.name.clone()),
-                entrypoint: plan.entrypoint.clone(),
-                cmd: Some(plan.cmd.clone()),
-                env: Some(plan.env.clone()),
-                user: plan.user.clone(),
-                labels: Some(self.labels(Some(name))),
-                exposed_ports: Some(exposed),
-                host_config: Some(HostConfig {
-                    cap_add: Some(vec!["NET_ADMIN".into()]),
-                    port_bindings: Some(bindings),
-                    network_mode: Some(net_name.clone()),
-                    init: Some(true),
-                    ..Default::default()
-                }),
-                networking_config: Some(NetworkingConfig {
-                    endpoints_config: Some(HashMap::from([(
-                        net_name.clone(),
-                        EndpointSettings {
-                            aliases: Some(vec![name.clone()]),
-                            ..Default::default()
-                        },
-                    )])),
-                }),
-                ..Default::default()
-            };
-            let created = self
-                .docker
+            let id = self
                 .create_container(
-                    Some(CreateContainerOptions {
-                        name: Some(container_name.clone()),
-                        ..Default::default()
-                    }),
-                    body,
+                    name,
+                    &format!("node {name}"),
+                    spec.image.name.clone(),
+                    &plan,
+                    plan.env.clone(),
+                    Some((exposed, bindings)),
                 )
-                .await
-                .map_err(docker_err(format!(
-                    "creating node {name} ({container_name})"
-                )))?;
+                .await?;
             self.nodes.push(Node {
                 name: name.clone(),
-                container: created.id,
+                container: id,
                 endpoints,
             });
         }
