@@ -258,6 +258,24 @@ fn needs_proxy(kinds: &[FaultKind]) -> bool {
     kinds.iter().any(|k| matches!(k, FaultKind::Link(_)))
 }
 
+/// The node whose client link a link fault hits: the scheduled `node` when clients
+/// have sent bytes through its link, else the link that carried the most client ->
+/// broker bytes (first in node order on a tie), so a fault is never spent on a link
+/// no client uses (a Kafka client talks only to the brokers metadata names). With no
+/// traffic anywhere yet, the scheduled node.
+fn link_target<'a>(node: &'a str, traffic: &[(&'a str, u64)]) -> &'a str {
+    if traffic.iter().any(|&(n, up)| n == node && up > 0) {
+        return node;
+    }
+    let mut best: Option<(&str, u64)> = None;
+    for &(n, up) in traffic {
+        if up > 0 && best.map_or(true, |(_, b)| up > b) {
+            best = Some((n, up));
+        }
+    }
+    best.map_or(node, |(n, _)| n)
+}
+
 /// What the proxy does for a link fault.
 fn link_state(fault: LinkFault) -> LinkState {
     let both = |t: Toxic| LinkState {
@@ -645,24 +663,36 @@ impl Cluster for RunCluster<'_> {
         Ok(json!({"process": w.process, "pid": pid, "at": format!("{at:?}"), "stalled": stalled}))
     }
     async fn link(&self, node: &str, fault: LinkFault) -> Result<serde_json::Value, NemesisError> {
-        let link =
-            self.proxy
-                .and_then(|p| p.link(node))
-                .ok_or_else(|| NemesisError::Unsupported {
-                    fault: fault.to_string(),
-                    why: format!("no client proxy in front of {node}"),
-                })?;
+        let unsupported = || NemesisError::Unsupported {
+            fault: fault.to_string(),
+            why: format!("no client proxy in front of {node}"),
+        };
+        let proxy = self.proxy.ok_or_else(unsupported)?;
+        let traffic: Vec<(&str, u64)> = proxy
+            .links
+            .iter()
+            .map(|l| (l.node(), l.stats().bytes_up))
+            .collect();
+        let aimed = link_target(node, &traffic);
+        let link = proxy.link(aimed).ok_or_else(unsupported)?;
         let state = link_state(fault);
         link.set(state);
         if matches!(fault, LinkFault::Reset | LinkFault::ClientPartition) {
             link.reset_all();
         }
-        Ok(json!({
-            "node": node,
+        let mut value = json!({
+            "node": aimed,
             "fault": fault.to_string(),
             "proxy": link.addr().to_string(),
             "stats": link.stats(),
-        }))
+        });
+        if aimed != node {
+            value["scheduled"] = json!(node);
+            value["why"] = json!(format!(
+                "no client bytes through {node}'s link yet; {aimed}'s carries the most"
+            ));
+        }
+        Ok(value)
     }
     async fn heal_links(&self) -> Result<serde_json::Value, NemesisError> {
         let Some(proxy) = self.proxy else {
@@ -1459,6 +1489,23 @@ async fn until_failed(recorder: &Recorder) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_fault_moves_off_a_link_no_client_uses() {
+        // The CI failure this prevents: ack-loss scheduled on n3 of a tansu
+        // cluster whose clients all bootstrapped on n1 dropped nothing.
+        let used = [("n1", 900), ("n2", 0), ("n3", 0)];
+        assert_eq!(link_target("n3", &used), "n1");
+        // A used scheduled link stays the target, busier ones or not.
+        let both = [("n1", 900), ("n2", 10), ("n3", 0)];
+        assert_eq!(link_target("n2", &both), "n2");
+        // The busiest link wins; the first in node order on a tie.
+        assert_eq!(link_target("n3", &[("n1", 5), ("n2", 7), ("n3", 0)]), "n2");
+        assert_eq!(link_target("n3", &[("n1", 7), ("n2", 7), ("n3", 0)]), "n1");
+        // No traffic anywhere yet: the schedule's node.
+        assert_eq!(link_target("n2", &[("n1", 0), ("n2", 0)]), "n2");
+        assert_eq!(link_target("n9", &[]), "n9");
+    }
 
     #[test]
     fn durations() {
