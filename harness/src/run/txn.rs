@@ -6,21 +6,31 @@
 //! its client in the middle of 20% of its transactions (a producer crash
 //! mid-transaction: the transaction ends `info`, and the transformer comes
 //! back with the same transactional id); the other faults are the schedule's.
-use super::*;
+use super::faults::prepare_schedule;
+use super::folder::io;
+use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
+use super::workers::Pool;
+use super::{Driven, Figures, RunContext};
+use crate::error::HarnessError;
 use gauntlet_workloads::txn::TxnConfig;
+use gauntlet_workloads::Recorder;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// The pseudo-fault handled by the workload itself.
 pub const CRASH_PRODUCER: &str = "crash-producer";
 
-pub(super) async fn drive_txn(
-    scenario: &Scenario,
-    deployment: &DockerDeployment,
-    proxy: Option<&Proxy>,
-    dir: &Path,
-    time: Duration,
-    progress: &Progress,
-    started: Instant,
-) -> Result<Driven, HarnessError> {
+/// The txn workload phase of a run, up to its drain.
+pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
+    let RunContext {
+        scenario,
+        deployment,
+        dir,
+        progress,
+        started,
+        ..
+    } = *ctx;
+    let time = scenario.duration()?;
     let kind = deployment.broker();
     if kind.name() != "kafka" {
         return Err(HarnessError::Scenario(format!(
@@ -28,36 +38,18 @@ pub(super) async fn drive_txn(
             kind.name()
         )));
     }
-    let port = kind
-        .recipe()
-        .ports()
-        .first()
-        .map(|p| p.name)
-        .unwrap_or("client");
-    let addrs = match proxy {
-        Some(p) => p.addrs(),
-        None => deployment.addrs(port),
-    };
-    let recorder =
-        Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
+    let addrs = ctx.client_addrs();
     let crash = scenario.nemesis.iter().any(|n| n == CRASH_PRODUCER);
     let mut faults_only = scenario.clone();
     faults_only.nemesis.retain(|n| n != CRASH_PRODUCER);
-    let schedule = schedule_for(&faults_only, deployment, time)?;
-    std::fs::write(dir.join("schedule.toml"), schedule.to_toml()).map_err(io("writing", dir))?;
-    let pool: Pool = Arc::new(tokio::sync::Mutex::new(Vec::new()));
-    let netem = schedule
-        .faults
-        .iter()
-        .any(|f| matches!(f.kind(), Ok(FaultKind::Netem { .. })));
-    if netem {
-        probe_netem(deployment).await?;
-    }
+    let (schedule, netem) = prepare_schedule(ctx, &faults_only).await?;
+    let recorder =
+        Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
     let cluster = RunCluster {
         deployment,
         roles: RoleNames::of(scenario),
-        pool,
-        proxy,
+        pool: Pool::default(),
+        proxy: ctx.proxy,
         netem,
     };
     let cfg = TxnConfig {

@@ -1,0 +1,398 @@
+//! One run, end to end: deploy the broker, run the workload with consumers as
+//! separate worker processes, record the history as it goes, stop, drain with
+//! fresh consumers, tear down, check, and write the run folder.
+//!
+//! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
+//! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
+//! `results/<scenario>/latest` points at the newest.
+use crate::broker::{BrokerKind, ImageRef};
+use crate::deployment::Deployment;
+use crate::docker::{self, ClusterSpec, DockerDeployment};
+use crate::error::HarnessError;
+use crate::proxy::Proxy;
+use crate::RunId;
+use faults::{fault_kinds, needs_proxy};
+use folder::io;
+use gauntlet_checkers::{CheckOptions, Guarantee, Incomplete, IncompleteReason, Verdict};
+use gauntlet_workloads::recorder::WriteFailure;
+use gauntlet_workloads::Recorder;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+mod faults;
+mod folder;
+mod nemesis;
+mod queue;
+mod scenario;
+mod txn;
+mod workers;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+pub use folder::timestamp;
+pub use scenario::{parse_duration, Scenario, StorageConfig, DEFAULT_FAULTS, DEFAULT_SEED};
+
+/// What a finished run left.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    /// With [`RunOptions::discard_history`], the verdict of an empty history (nothing was kept).
+    pub verdict: Verdict,
+    pub sends: u64,
+    pub figures: Figures,
+}
+
+/// Measurements of a run, for benchmarks.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// From the start of [`run_with`] (before Docker is contacted) to the first recorded client op.
+    pub first_op_after: Option<Duration>,
+    /// How long the producers ran.
+    pub workload_time: Duration,
+    /// Every send's latency in microseconds ([`RunOptions::keep_latencies`]).
+    pub latencies_us: Vec<u32>,
+    /// Client completions at the end of the workload phase.
+    pub counts: gauntlet_workloads::recorder::Counts,
+}
+
+/// How a run records (the benchmark's knobs; the defaults are what `gauntlet run` does).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Format every event as usual but write it to a sink that drops it: no history,
+    /// no check, no reports (the benchmark's recorder-off case).
+    pub discard_history: bool,
+    /// Keep each send's latency in [`Figures::latencies_us`].
+    pub keep_latencies: bool,
+}
+
+/// Progress lines while a run goes.
+pub type Progress = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Prefix of the periodic count lines (`TICK` + "elapsed/total s  ops N  ok N  fail N
+/// info N"): a terminal may redraw them in place as a progress bar.
+pub const TICK: &str = "tick ";
+
+/// Runs a scenario. `exe` is the `gauntlet` binary (for worker processes).
+pub async fn run(
+    scenario: &Scenario,
+    exe: &Path,
+    progress: Progress,
+) -> Result<RunOutcome, HarnessError> {
+    run_with(scenario, exe, progress, RunOptions::default()).await
+}
+
+/// What every phase of a run after the deployment is up needs. Nothing in it is
+/// Docker's: any backend's [`Deployment`] plugs in here ([`run_on`]).
+pub struct RunContext<'a> {
+    pub scenario: &'a Scenario,
+    pub deployment: &'a dyn Deployment,
+    /// The clients' proxy, when a fault needs one (its links already forward to
+    /// the deployment's nodes).
+    pub proxy: Option<&'a Proxy>,
+    /// The run folder (`history.jsonl`, `schedule.toml`, `nodes/`).
+    pub dir: &'a Path,
+    /// The `gauntlet` binary, for worker processes.
+    pub exe: &'a Path,
+    pub progress: &'a Progress,
+    /// When the run was entered (before any backend was contacted).
+    pub entered: Instant,
+    /// When the deployment was asked for (the "first op after" line).
+    pub started: Instant,
+    pub opts: RunOptions,
+}
+
+impl RunContext<'_> {
+    /// The addresses the clients use: the proxy's links, or the nodes' client ports.
+    fn client_addrs(&self) -> Vec<String> {
+        match self.proxy {
+            Some(p) => p.addrs(),
+            None => self.deployment.addrs(client_port(self.deployment.broker())),
+        }
+    }
+}
+
+/// The recipe's first port, the one the clients use.
+fn client_port(kind: BrokerKind) -> &'static str {
+    kind.recipe()
+        .ports()
+        .first()
+        .map(|p| p.name)
+        .unwrap_or("client")
+}
+
+/// The run on a deployment that is up: the workload under the fault schedule,
+/// the final heal and drain, then the node logs and the teardown (also when the
+/// workload phase failed).
+pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
+    let result = if ctx.scenario.workload == "txn" {
+        txn::drive_txn(ctx).await
+    } else {
+        queue::drive(ctx).await
+    };
+    (ctx.progress)("tearing down...");
+    let _ = ctx.deployment.collect_logs(&ctx.dir.join("nodes")).await;
+    let teardown = ctx.deployment.teardown().await;
+    let driven = result?;
+    match teardown {
+        Ok(()) => {}
+        // The nodes are gone; their logs did not fit where the history did not.
+        Err(e) if driven.write_failure.is_some() => {
+            (ctx.progress)(&format!("node logs not kept: {e}"))
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(driven)
+}
+
+/// Points each proxy link at its node's client port.
+fn connect_proxy(proxy: &Proxy, deployment: &dyn Deployment) -> Result<(), HarnessError> {
+    let port = client_port(deployment.broker());
+    for link in &proxy.links {
+        let up = deployment
+            .endpoint(link.node(), port)
+            .and_then(|e| e.addr().parse::<std::net::SocketAddr>().ok());
+        match up {
+            Some(a) => link.set_upstream(a),
+            None => {
+                return Err(HarnessError::Scenario(format!(
+                    "the proxy has no node {} with port {port} to forward to",
+                    link.node()
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`run`] with recording options: the scenario on a Docker deployment.
+pub async fn run_with(
+    scenario: &Scenario,
+    exe: &Path,
+    progress: Progress,
+    opts: RunOptions,
+) -> Result<RunOutcome, HarnessError> {
+    let entered = Instant::now();
+    let kind = BrokerKind::from_str(&scenario.broker)?;
+    scenario.duration()?;
+    let expect = scenario.guarantees()?;
+    scenario.check_workload(kind)?;
+    let folder = folder::create(&scenario.results, &scenario.name, &scenario.to_toml())?;
+    let dir = folder.dir;
+
+    let run_id = RunId::from_name(&format!(
+        "{}-{}-{}",
+        scenario.name,
+        folder.stamp,
+        std::process::id()
+    ));
+    // Ctrl-C: the containers go, then what was recorded is judged (marked
+    // interrupted: no `drained` marker) and the run exits with 130.
+    let ctrl_c = {
+        let (dir, expect, toml) = (dir.clone(), expect.clone(), scenario.to_toml());
+        docker::on_ctrl_c(run_id.clone(), move || {
+            judge_interrupted(&dir, &expect, &toml, entered.elapsed())
+        })
+    };
+    let dockerc = docker::connect().await?;
+    let mut spec = ClusterSpec::new(kind)
+        .run_id(run_id.clone())
+        .logs_dir(dir.join("nodes"))
+        .build_missing_image(true);
+    if let Some(n) = scenario.nodes {
+        spec = spec.nodes(n);
+    }
+    if let Some(img) = &scenario.image {
+        spec = spec.image(ImageRef::named(img.clone()));
+    }
+    if !scenario.storage.is_default() {
+        // Only a deployment with a storage node takes `[storage]`.
+        let ctx = crate::broker::ClusterContext {
+            nodes: Vec::new(),
+            host_endpoints: Vec::new(),
+            client_endpoints: Vec::new(),
+            flavour: spec.image.flavour,
+            secret: String::new(),
+            image: spec.image.name.clone(),
+            storage: None,
+        };
+        if kind.recipe().storage(&ctx).is_none() {
+            return Err(HarnessError::Scenario(format!(
+                "[storage] sets the storage node, and {} ({}) has none",
+                scenario.broker, spec.image.name
+            )));
+        }
+        spec.storage_env = scenario.storage.env();
+    }
+    let started = Instant::now();
+    let n_nodes = spec.node_count();
+    let kinds = fault_kinds(scenario)?;
+    // The proxy listens before the nodes exist, so a recipe can advertise its address.
+    let proxy = if needs_proxy(&kinds) {
+        let names: Vec<String> = (1..=n_nodes).map(|i| format!("n{i}")).collect();
+        let proxy = Proxy::bind(&names, scenario.seed).await?;
+        let addrs: Vec<std::net::SocketAddr> = proxy.links.iter().map(|l| l.addr()).collect();
+        spec = spec.client_endpoints(client_port(kind), &addrs);
+        Some(proxy)
+    } else {
+        None
+    };
+    progress(&format!("deploying {} ({} node(s))...", kind, n_nodes));
+    let deployment = DockerDeployment::launch(&dockerc, spec).await?;
+    progress(&format!(
+        "{kind} ready after {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
+    if let Some(p) = &proxy {
+        if let Err(e) = connect_proxy(p, &deployment) {
+            let _ = deployment.teardown().await;
+            return Err(e);
+        }
+        progress(&format!(
+            "clients go through the harness's proxy: {}",
+            p.addrs().join(",")
+        ));
+    }
+    let ctx = RunContext {
+        scenario,
+        deployment: &deployment,
+        proxy: proxy.as_ref(),
+        dir: &dir,
+        exe,
+        progress: &progress,
+        entered,
+        started,
+        opts,
+    };
+    let result = run_on(&ctx).await;
+    ctrl_c.abort();
+    let Driven {
+        sends,
+        figures,
+        write_failure,
+    } = result?;
+
+    if opts.discard_history {
+        let verdict = gauntlet_checkers::check(
+            &gauntlet_history::model::History::default(),
+            &CheckOptions {
+                expect,
+                max_examples: 10,
+            },
+        );
+        return Ok(RunOutcome {
+            dir,
+            verdict,
+            sends,
+            figures,
+        });
+    }
+    let incomplete = write_failure.map(|f| {
+        progress(&format!("{f}: the verdict is unknown"));
+        Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            detail: f.to_string(),
+        }
+    });
+    let verdict = judge(&dir, &expect, &scenario.to_toml(), incomplete)?;
+    Ok(RunOutcome {
+        dir,
+        verdict,
+        sends,
+        figures,
+    })
+}
+
+/// Reads the run folder's history, checks it against `expect`, marks the verdict
+/// when the run did not finish as planned, and writes `verdict.json` and the
+/// reports. When the history could not be written whole (a full disk), the
+/// reports may not fit either: that is a warning of the verdict, not an error,
+/// so the caller still gets the (unknown) verdict to show.
+pub fn judge(
+    dir: &Path,
+    expect: &[Guarantee],
+    scenario_toml: &str,
+    incomplete: Option<Incomplete>,
+) -> Result<Verdict, HarnessError> {
+    let history = gauntlet_history::read_path(dir.join("history.jsonl"))
+        .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
+    let mut verdict = gauntlet_checkers::check(
+        &history,
+        &CheckOptions {
+            expect: expect.to_vec(),
+            max_examples: 10,
+        },
+    );
+    let disk_failed = matches!(
+        incomplete,
+        Some(Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            ..
+        })
+    );
+    if let Some(i) = incomplete {
+        verdict.mark_incomplete(i);
+    }
+    let written = std::fs::write(
+        dir.join("verdict.json"),
+        gauntlet_report::verdict_json(&verdict),
+    )
+    .map_err(io("writing", dir))
+    .and_then(|()| {
+        gauntlet_report::write_run_reports(dir, &history, &verdict, Some(scenario_toml))
+            .map_err(|e| HarnessError::RunFolder(e.to_string()))
+    });
+    match written {
+        Ok(()) => {}
+        Err(e) if disk_failed => verdict
+            .warnings
+            .push(format!("the verdict and reports were not written: {e}")),
+        Err(e) => return Err(e),
+    }
+    Ok(verdict)
+}
+
+/// After Ctrl-C (the containers are gone): judges what the run recorded, marked
+/// interrupted, writes `verdict.json` and the reports, prints the summary.
+fn judge_interrupted(dir: &Path, expect: &[Guarantee], scenario_toml: &str, after: Duration) {
+    let history = dir.join("history.jsonl");
+    if !history.exists() {
+        eprintln!("gauntlet: nothing was recorded yet; no verdict");
+        return;
+    }
+    let incomplete = Incomplete {
+        reason: IncompleteReason::Interrupted,
+        detail: format!(
+            "stopped by Ctrl-C {:.1} s after the start, before the final drain ended",
+            after.as_secs_f64()
+        ),
+    };
+    match judge(dir, expect, scenario_toml, Some(incomplete)) {
+        Ok(v) => {
+            print!(
+                "{}",
+                gauntlet_report::terminal::summary(&v, &history.display().to_string())
+            );
+            println!("run folder: {}", dir.display());
+        }
+        Err(e) => eprintln!("gauntlet: no verdict of the interrupted run: {e}"),
+    }
+}
+
+/// What a workload phase left besides the history file.
+pub(crate) struct Driven {
+    pub(crate) sends: u64,
+    pub(crate) figures: Figures,
+    /// The recorder's first write error: the history is a prefix of the run.
+    pub(crate) write_failure: Option<WriteFailure>,
+}
+
+/// Returns once writing the history has failed.
+async fn until_failed(recorder: &Recorder) {
+    while !recorder.failed() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

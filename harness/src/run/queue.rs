@@ -1,0 +1,176 @@
+//! `workload = "queue"` and `"log"`: producers in this process, consumers as
+//! worker processes, faults from the schedule, the final heal, then the drain.
+use super::faults::prepare_schedule;
+use super::folder::io;
+use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
+use super::workers::{drain, respawn_exited, stop_all, Pool, Worker, WorkerSpec};
+use super::{until_failed, Driven, Figures, Progress, RunContext, TICK};
+use crate::error::HarnessError;
+use gauntlet_workloads::log::LogDriver;
+use gauntlet_workloads::Recorder;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The queue or log workload phase of a run, up to the `drained` marker.
+pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
+    let RunContext {
+        scenario,
+        deployment,
+        dir,
+        exe,
+        progress,
+        started,
+        entered,
+        opts,
+        ..
+    } = *ctx;
+    let time = scenario.duration()?;
+    let settings = scenario.delivery.resolve();
+    // Faults the deployment cannot do are refused here, before the history exists
+    // and before any op.
+    let (schedule, netem) = prepare_schedule(ctx, scenario).await?;
+    let kind = deployment.broker();
+    let addrs = ctx.client_addrs();
+    let mut recorder = if opts.discard_history {
+        Recorder::discarding()
+    } else {
+        Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?
+    };
+    if opts.keep_latencies {
+        recorder = recorder.keep_latencies();
+    }
+    let recorder = Arc::new(recorder);
+    let driver: Arc<dyn gauntlet_workloads::Driver> = if scenario.workload == "log" {
+        Arc::new(
+            LogDriver::new(&addrs, settings.clone(), &scenario.log)
+                .map_err(|e| HarnessError::Worker(e.to_string()))?,
+        )
+    } else {
+        gauntlet_workloads::driver_for(kind.name(), &addrs, settings.clone(), false)
+            .map_err(|e| HarnessError::Worker(e.to_string()))?
+    };
+    let groups = scenario.queue.groups.clone();
+    driver
+        .setup(&groups)
+        .await
+        .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    let spec = WorkerSpec {
+        exe: exe.to_path_buf(),
+        broker: kind.name().to_string(),
+        addrs: addrs.clone(),
+        delivery_json: serde_json::to_string(&scenario.delivery).unwrap_or_default(),
+        cfg: scenario.queue.clone(),
+        workload: scenario.workload.clone(),
+        log: scenario.log.clone(),
+    };
+    let _ = recorder.phase("start");
+    progress(&format!(
+        "first op after {:.1}s; running the {} workload for {:?} at {} sends/s",
+        started.elapsed().as_secs_f64(),
+        scenario.workload,
+        time,
+        scenario.rate
+    ));
+
+    // Consumers: separate processes, restarted (under a new number) whenever one exits.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut initial: Vec<(String, Worker)> = Vec::new();
+    for g in &groups {
+        for slot in 0..scenario.queue.consumers.max(1) {
+            initial.push((g.clone(), spec.spawn_in(&recorder, g, false, slot)?));
+        }
+    }
+    let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
+    let next_value = Arc::new(AtomicI64::new(0));
+    let producers = tokio::spawn(gauntlet_workloads::queue::run_producers(
+        driver.clone(),
+        recorder.clone(),
+        scenario.queue.clone(),
+        scenario.rate,
+        scenario.seed,
+        next_value,
+        stop.clone(),
+    ));
+    let cluster = RunCluster {
+        deployment,
+        roles: RoleNames::of(scenario),
+        pool: pool.clone(),
+        proxy: ctx.proxy,
+        netem,
+    };
+    let t0 = Instant::now();
+    let deadline = t0 + time;
+    let supervise = async {
+        while Instant::now() < deadline && !recorder.failed() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            respawn_exited(&pool, &spec, &recorder, scenario.queue.consumers.max(1)).await?;
+            let c = recorder.counts();
+            progress(&format!(
+                "{TICK}{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}",
+                t0.elapsed().as_secs_f64().min(time.as_secs_f64()),
+                time.as_secs_f64(),
+                c.ops,
+                c.ok,
+                c.fail,
+                c.info
+            ));
+        }
+        Ok::<(), HarnessError>(())
+    };
+    let faults = async {
+        // A failed history write ends the schedule too (the final heal undoes it).
+        tokio::select! {
+            () = run_schedule(&schedule, &cluster, &recorder, t0, progress) => {}
+            () = until_failed(&recorder) => {}
+        }
+    };
+    let (supervised, ()) = tokio::join!(supervise, faults);
+    supervised?;
+    stop.store(true, Ordering::Relaxed);
+    let sends = producers.await.unwrap_or(0);
+    let figures = Figures {
+        first_op_after: recorder
+            .first_op()
+            .map(|t| t.saturating_duration_since(entered)),
+        workload_time: t0.elapsed(),
+        latencies_us: recorder.latencies(),
+        counts: recorder.counts(),
+    };
+    finish(&cluster, &spec, &recorder, &groups, progress).await?;
+    Ok(Driven {
+        sends,
+        figures,
+        write_failure: recorder.write_error(),
+    })
+}
+
+/// After the workload: the final heal (every fault undone, every node up and
+/// ready), the workers stopped, then the drain with fresh consumers and its
+/// `drained` marker. No drain when the history can no longer be written.
+pub(super) async fn finish(
+    cluster: &RunCluster<'_>,
+    spec: &WorkerSpec,
+    recorder: &Arc<Recorder>,
+    groups: &[String],
+    progress: &Progress,
+) -> Result<(), HarnessError> {
+    final_heal(cluster, recorder, progress).await;
+    stop_all(&cluster.pool, Duration::from_secs(10)).await;
+    if let Some(failure) = recorder.write_error() {
+        // Nothing more can be recorded: no drain, no `drained` marker.
+        progress(&format!("{failure}; the workload stopped, no drain"));
+        return Ok(());
+    }
+    // Final drain: fresh consumers per group until a few polls in a row bring nothing.
+    let _ = recorder.phase("drain");
+    progress("draining with fresh consumers...");
+    if drain(spec, recorder, groups, Duration::from_secs(120)).await? {
+        let _ = recorder.phase("drained");
+    } else {
+        progress(
+            "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)",
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,388 @@
+//! The run pipeline on a [`FakeDeployment`]: refusals, schedules and replay,
+//! worker restarts, the final heal before the drain, and the teardown. Worker
+//! processes are a small shell script standing in for `gauntlet worker`.
+use super::fake::{FakeDeployment, NodeState};
+use super::faults::schedule_for;
+use super::nemesis::{RoleNames, RunCluster};
+use super::queue::finish;
+use super::workers::{respawn_exited, Pool, WorkerSpec};
+use super::*;
+use gauntlet_nemesis::{Cluster, KillConsumerAt, Schedule};
+use gauntlet_workloads::queue::QueueConfig;
+use std::sync::Arc;
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gauntlet-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn scenario(broker: &str, nemesis: &[&str]) -> Scenario {
+    let mut s = Scenario::default_scenario();
+    s.broker = broker.into();
+    s.nemesis = nemesis.iter().map(|n| n.to_string()).collect();
+    s
+}
+
+fn refusal(s: &Scenario, d: &FakeDeployment) -> String {
+    match schedule_for(s, d, Duration::from_secs(20)) {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
+    let one = FakeDeployment::new(BrokerKind::Redis, 1);
+    let three = FakeDeployment::new(BrokerKind::Redis, 3);
+    let two = FakeDeployment::new(BrokerKind::Redis, 2);
+    let no_exec = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.net_admin_exec = false);
+    let no_proc = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.process_faults = false);
+    let cases: [(&FakeDeployment, &str, &str); 8] = [
+        (
+            &one,
+            "partition",
+            "needs at least two nodes, the deployment has 1",
+        ),
+        (&no_exec, "partition", "cannot run iptables"),
+        (&no_exec, "netem", "cannot run tc"),
+        (&no_proc, "kill-broker", "does not offer process faults"),
+        (&no_proc, "pause:leader", "does not offer process faults"),
+        (
+            &two,
+            "partition:ring",
+            "needs at least three nodes, the deployment has 2",
+        ),
+        (&three, "kill-broker:storage", "has no storage node"),
+        (&one, "partition:leader", "needs at least two nodes"),
+    ];
+    for (d, fault, why) in cases {
+        let got = refusal(&scenario("redis", &[fault]), d);
+        assert!(got.contains(why), "{fault}: {got:?} does not say {why:?}");
+        assert!(
+            got.contains(fault.split(':').next().unwrap_or(fault)),
+            "{got}"
+        );
+    }
+    // Kafka names no single leader: a fault aimed at it is refused, by name.
+    let kafka = FakeDeployment::new(BrokerKind::Kafka, 3);
+    let got = refusal(&scenario("kafka", &["kill-broker:leader"]), &kafka);
+    assert!(got.contains("kafka cannot tell which node leads"), "{got}");
+    // The same faults on a deployment that can do them are accepted.
+    let able = FakeDeployment::new(BrokerKind::Redis, 3).with_storage();
+    for fault in [
+        "partition",
+        "netem",
+        "kill-broker",
+        "pause:leader",
+        "partition:ring",
+        "kill-broker:storage",
+        "ack-loss",
+    ] {
+        assert_eq!(refusal(&scenario("redis", &[fault]), &able), "", "{fault}");
+    }
+    // An unknown fault names what exists.
+    let got = refusal(&scenario("redis", &["kill-everything"]), &able);
+    assert!(got.contains("unknown fault `kill-everything`"), "{got}");
+}
+
+#[test]
+fn a_schedule_follows_the_seed_and_a_replay_follows_its_file() {
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let s = scenario("redis", &["kill-consumer", "kill-broker", "partition"]);
+    let a = schedule_for(&s, &d, Duration::from_secs(30)).expect("schedule");
+    let b = schedule_for(&s, &d, Duration::from_secs(30)).expect("schedule");
+    assert_eq!(a.faults, b.faults, "same seed, same schedule");
+    assert_eq!(a.faults.len(), 4, "{a:?}");
+    let mut other = s.clone();
+    other.seed += 1;
+    let c = schedule_for(&other, &d, Duration::from_secs(30)).expect("schedule");
+    assert_ne!(a.faults, c.faults, "another seed draws another schedule");
+
+    // A replay plays the file, whatever the seed and the fault list say.
+    let dir = temp("replay");
+    let file = dir.join("schedule.toml");
+    std::fs::write(&file, a.to_toml()).expect("write");
+    let mut replay = scenario("redis", &[]);
+    replay.seed = 99;
+    replay.replay = Some(file.clone());
+    let r = schedule_for(&replay, &d, Duration::from_secs(5)).expect("replay");
+    assert_eq!(r.faults, a.faults);
+    assert_eq!(
+        fault_kinds(&replay).map(|k| k.len()).ok(),
+        Some(4),
+        "the proxy is decided by the replayed faults"
+    );
+    // A replay that cannot be read names its file.
+    replay.replay = Some(dir.join("missing.toml"));
+    let e = schedule_for(&replay, &d, Duration::from_secs(5)).expect_err("missing");
+    assert!(e.to_string().contains("missing.toml"), "{e}");
+    std::fs::write(&file, "[[faults]]\nat = \"soon\"\n").expect("write");
+    replay.replay = Some(file);
+    let e = schedule_for(&replay, &d, Duration::from_secs(5)).expect_err("bad file");
+    assert!(e.to_string().contains("schedule.toml"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stand-in for `gauntlet worker`: a drain exits at once (successfully, or
+/// with 3 when `fail_drain`), a consumer runs until its stdin closes.
+fn fake_worker(dir: &Path, fail_drain: bool) -> PathBuf {
+    let exe = dir.join("fake-worker");
+    let code = if fail_drain { 3 } else { 0 };
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" --drain \"*) exit {code};; esac\ncat > /dev/null\n"
+        ),
+    )
+    .expect("script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    exe
+}
+
+fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
+    let s = scenario("redis", &[]);
+    WorkerSpec {
+        exe,
+        broker: "redis".into(),
+        addrs: vec!["127.0.0.1:1".into()],
+        delivery_json: "{}".into(),
+        cfg: QueueConfig {
+            consumers,
+            ..s.queue
+        },
+        workload: "queue".into(),
+        log: s.log,
+    }
+}
+
+fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> RunCluster<'a> {
+    RunCluster {
+        deployment: d,
+        roles: RoleNames::of(&Scenario::default_scenario()),
+        pool,
+        proxy: None,
+        netem,
+    }
+}
+
+/// The history's lines, parsed.
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("history")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+async fn processes(pool: &Pool) -> Vec<u64> {
+    pool.lock().await.iter().map(|(_, w)| w.process).collect()
+}
+
+#[tokio::test]
+async fn a_killed_consumer_is_replaced_under_a_new_process_number() {
+    let dir = temp("respawn");
+    let recorder = Arc::new(Recorder::create(&dir.join("history.jsonl")).expect("recorder"));
+    let spec = spec(fake_worker(&dir, false), 2);
+    let d = FakeDeployment::new(BrokerKind::Redis, 1);
+    let empty = cluster(&d, Pool::default(), false);
+    let e = empty
+        .kill_consumer(0, KillConsumerAt::Any)
+        .await
+        .expect_err("nobody to kill");
+    assert!(e.to_string().contains("no consumer is running"), "{e}");
+
+    let mut initial = Vec::new();
+    for slot in 0..2 {
+        initial.push((
+            "g1".to_string(),
+            spec.spawn_in(&recorder, "g1", false, slot).expect("spawn"),
+        ));
+    }
+    let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
+    let before = processes(&pool).await;
+    assert_eq!(
+        respawn_exited(&pool, &spec, &recorder, 2).await.ok(),
+        Some(0)
+    );
+
+    let c = cluster(&d, pool.clone(), false);
+    let killed = c.kill_consumer(1, KillConsumerAt::Any).await.expect("kill");
+    assert_eq!(killed["process"], serde_json::json!(before[1]));
+    // The supervisor notices the exit on one of its passes.
+    let mut replaced = 0;
+    for _ in 0..100 {
+        replaced += respawn_exited(&pool, &spec, &recorder, 2)
+            .await
+            .expect("respawn");
+        if replaced > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(replaced, 1);
+    let after = processes(&pool).await;
+    assert_eq!(after[0], before[0], "the live worker is kept");
+    assert!(
+        after[1] > *before.iter().max().unwrap_or(&0),
+        "a new process number: {before:?} -> {after:?}"
+    );
+    super::workers::stop_all(&pool, Duration::from_secs(2)).await;
+    assert!(pool.lock().await.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_final_heal_brings_every_node_back_before_the_drain() {
+    let dir = temp("heal");
+    let history = dir.join("history.jsonl");
+    let recorder = Arc::new(Recorder::create(&history).expect("recorder"));
+    let spec = spec(fake_worker(&dir, false), 1);
+    let d = FakeDeployment::new(BrokerKind::Kafka, 3).with_storage();
+    d.set_state("n1", NodeState::Killed);
+    d.set_state("n2", NodeState::Paused);
+    d.set_state("storage", NodeState::Killed);
+    let pool: Pool = Arc::new(tokio::sync::Mutex::new(vec![(
+        "g1".to_string(),
+        spec.spawn(&recorder, "g1", false).expect("spawn"),
+    )]));
+    let c = cluster(&d, pool.clone(), true);
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let progress: Progress = Box::new(move |l| {
+        if let Ok(mut v) = seen.lock() {
+            v.push(l.to_string());
+        }
+    });
+    finish(&c, &spec, &recorder, &["g1".to_string()], &progress)
+        .await
+        .expect("finish");
+
+    for n in ["n1", "n2", "n3", "storage"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let calls = d.calls();
+    let at = |c: &str| calls.iter().position(|x| x == c);
+    let (storage, n1) = (at("start storage"), at("start n1"));
+    assert!(storage.is_some() && n1.is_some(), "{calls:?}");
+    assert!(storage < n1, "the storage node comes back first: {calls:?}");
+    for n in ["n1", "n2", "n3", "storage"] {
+        assert!(
+            at(&format!("exec {n} iptables -F INPUT && iptables -F OUTPUT")).is_some(),
+            "iptables flushed on {n}: {calls:?}"
+        );
+    }
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.starts_with("exec n3 ") && c.contains("qdisc del")),
+        "a run with netem removes the qdisc: {calls:?}"
+    );
+    assert!(at("wait-cluster-ready").is_some(), "{calls:?}");
+    assert!(pool.lock().await.is_empty(), "the workers were stopped");
+
+    let evs = events(&history);
+    let pos = |f: &str, v: Option<&str>| {
+        evs.iter().position(|e| {
+            e["f"] == f
+                && match v {
+                    Some(v) => e["value"] == serde_json::json!(v),
+                    None => true,
+                }
+        })
+    };
+    let healed = evs
+        .iter()
+        .position(|e| e["f"] == "heal-all" && e["type"] == "info")
+        .expect("heal-all recorded");
+    assert_eq!(evs[healed]["value"]["problems"], serde_json::json!([]));
+    let drain = pos("phase", Some("drain")).expect("drain phase");
+    let drained = pos("phase", Some("drained")).expect("drained marker");
+    assert!(healed < drain && drain < drained, "{evs:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_drain_that_fails_leaves_no_drained_marker() {
+    let dir = temp("drainfail");
+    let history = dir.join("history.jsonl");
+    let recorder = Arc::new(Recorder::create(&history).expect("recorder"));
+    let spec = spec(fake_worker(&dir, true), 1);
+    let d = FakeDeployment::new(BrokerKind::Redis, 1);
+    let c = cluster(&d, Pool::default(), false);
+    let progress: Progress = Box::new(|_| {});
+    finish(&c, &spec, &recorder, &["g1".to_string()], &progress)
+        .await
+        .expect("finish");
+    let evs = events(&history);
+    assert!(evs.iter().any(|e| e["value"] == "drain"));
+    assert!(!evs.iter().any(|e| e["value"] == "drained"), "{evs:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_refused_run_tears_down_keeps_the_logs_and_writes_no_history() {
+    let dir = temp("refused");
+    std::fs::create_dir_all(dir.join("nodes")).expect("nodes");
+    let d = FakeDeployment::new(BrokerKind::Redis, 1);
+    let s = scenario("redis", &["partition"]);
+    let progress: Progress = Box::new(|_| {});
+    let ctx = RunContext {
+        scenario: &s,
+        deployment: &d,
+        proxy: None,
+        dir: &dir,
+        exe: Path::new("/nonexistent/gauntlet"),
+        progress: &progress,
+        entered: Instant::now(),
+        started: Instant::now(),
+        opts: RunOptions::default(),
+    };
+    let e = run_on(&ctx).await.err().expect("refused");
+    assert!(e.to_string().contains("needs at least two nodes"), "{e}");
+    assert!(!dir.join("history.jsonl").exists(), "refused before any op");
+    assert_eq!(d.calls(), vec!["collect-logs", "teardown"]);
+    assert!(dir.join("nodes").join("n1.log").exists());
+
+    // The txn workload on a broker that does not speak Kafka: refused the same way.
+    let txn = Scenario {
+        workload: "txn".into(),
+        ..scenario("redis", &[])
+    };
+    let ctx = RunContext {
+        scenario: &txn,
+        ..ctx
+    };
+    let e = run_on(&ctx).await.err().expect("refused");
+    assert!(e.to_string().contains("speaks the Kafka protocol"), "{e}");
+    assert_eq!(d.calls().iter().filter(|c| *c == "teardown").count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_schedule_of_a_scenario_is_the_same_through_schedule_for_and_generate() {
+    // What `gauntlet run` writes to schedule.toml is `Schedule::generate` over the
+    // deployment's nodes: a backend that names its nodes n1..nN gets the same faults.
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let s = Scenario::default_scenario();
+    let via = schedule_for(&s, &d, Duration::from_secs(20)).expect("schedule");
+    let kinds: Vec<_> = s
+        .nemesis
+        .iter()
+        .map(|n| gauntlet_nemesis::FaultKind::from_str(n).expect("fault"))
+        .collect();
+    let direct = Schedule::generate(
+        s.seed,
+        &kinds,
+        &d.nodes(),
+        Duration::from_secs(20),
+        parse_duration(&s.nemesis_interval).expect("interval"),
+        parse_duration(&s.nemesis_duration).expect("duration"),
+    );
+    assert_eq!(via.faults, direct.faults);
+}

@@ -1,0 +1,195 @@
+//! Consumer workers: `gauntlet worker` processes whose stdout is relayed into
+//! the run's history.
+use crate::error::HarnessError;
+use gauntlet_workloads::log::{LogConfig, Membership};
+use gauntlet_workloads::queue::{QueueConfig, WireEvent};
+use gauntlet_workloads::Recorder;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub(super) type Pool = Arc<tokio::sync::Mutex<Vec<(String, Worker)>>>;
+
+/// A consumer worker process and the relay that records what it reports.
+pub(super) struct Worker {
+    pub(super) child: Child,
+    pub(super) relay: tokio::task::JoinHandle<()>,
+    pub(super) process: u64,
+    /// Told when the worker reports that it stalled where the nemesis asked.
+    pub(super) stalled: Arc<tokio::sync::Notify>,
+}
+
+/// How to start `gauntlet worker` processes.
+#[derive(Clone)]
+pub(super) struct WorkerSpec {
+    pub(super) exe: PathBuf,
+    pub(super) broker: String,
+    pub(super) addrs: Vec<String>,
+    pub(super) delivery_json: String,
+    pub(super) cfg: QueueConfig,
+    pub(super) workload: String,
+    pub(super) log: LogConfig,
+}
+
+impl WorkerSpec {
+    pub(super) fn spawn(
+        &self,
+        recorder: &Arc<Recorder>,
+        group: &str,
+        drain: bool,
+    ) -> Result<Worker, HarnessError> {
+        self.spawn_in(recorder, group, drain, 0)
+    }
+
+    /// A worker in consumer slot `slot` (the log workload's `assign` shares partitions by slot).
+    pub(super) fn spawn_in(
+        &self,
+        recorder: &Arc<Recorder>,
+        group: &str,
+        drain: bool,
+        slot: usize,
+    ) -> Result<Worker, HarnessError> {
+        let process = recorder.new_process();
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("worker")
+            .arg("--broker")
+            .arg(&self.broker)
+            .arg("--addrs")
+            .arg(self.addrs.join(","))
+            .arg("--group")
+            .arg(group)
+            .arg("--process")
+            .arg(process.to_string())
+            .arg("--delivery")
+            .arg(&self.delivery_json)
+            .arg("--batch")
+            .arg(self.cfg.batch.to_string())
+            .arg("--processing-ms")
+            .arg(self.cfg.processing_ms.to_string());
+        if drain {
+            cmd.arg("--drain");
+        }
+        if self.workload == "log" {
+            let membership = match self.log.membership {
+                Membership::Subscribe => "subscribe",
+                Membership::Assign => "assign",
+            };
+            cmd.args(["--workload", "log", "--membership", membership])
+                .arg("--slot")
+                .arg(slot.to_string())
+                .arg("--slots")
+                .arg(self.cfg.consumers.max(1).to_string());
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            HarnessError::Worker(format!("cannot start {}: {e}", self.exe.display()))
+        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| HarnessError::Worker("worker has no stdout".into()))?;
+        let rec = recorder.clone();
+        let stalled = Arc::new(tokio::sync::Notify::new());
+        let told = stalled.clone();
+        let relay = tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                match serde_json::from_str::<WireEvent>(&line) {
+                    Ok(w) if w.kind == gauntlet_workloads::queue::STALLED => told.notify_one(),
+                    Ok(w) => {
+                        if let Some(e) = w.into_event(process) {
+                            let _ = rec.record(&e);
+                        }
+                    }
+                    Err(e) => eprintln!("worker {process}: unreadable line ({e}): {line}"),
+                }
+            }
+        });
+        Ok(Worker {
+            child,
+            relay,
+            process,
+            stalled,
+        })
+    }
+}
+
+impl Worker {
+    /// Asks the worker to finish its current op and exit (closes its stdin); kills it after `grace`.
+    pub(super) async fn stop(mut self, grace: Duration) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        let _ = self.relay.await;
+    }
+
+    pub(super) fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
+/// One supervision pass: every worker that exited is replaced by a fresh one in
+/// the same group and consumer slot, under a new process number. Returns how many
+/// were replaced.
+pub(super) async fn respawn_exited(
+    pool: &Pool,
+    spec: &WorkerSpec,
+    recorder: &Arc<Recorder>,
+    slots: usize,
+) -> Result<usize, HarnessError> {
+    let mut ws = pool.lock().await;
+    let mut replaced = 0;
+    for (i, (g, w)) in ws.iter_mut().enumerate() {
+        if w.exited() {
+            let fresh = spec.spawn_in(recorder, g, false, i % slots.max(1))?;
+            let old = std::mem::replace(w, fresh);
+            old.stop(Duration::from_millis(10)).await;
+            replaced += 1;
+        }
+    }
+    Ok(replaced)
+}
+
+/// Stops every worker of the pool (each asked first, killed after `grace`).
+pub(super) async fn stop_all(pool: &Pool, grace: Duration) {
+    let workers = std::mem::take(&mut *pool.lock().await);
+    for (_, w) in workers {
+        w.stop(grace).await;
+    }
+}
+
+/// The final drain: one fresh consumer per group, each running until its own
+/// empty polls end it. Whether every one finished cleanly within `limit`.
+pub(super) async fn drain(
+    spec: &WorkerSpec,
+    recorder: &Arc<Recorder>,
+    groups: &[String],
+    limit: Duration,
+) -> Result<bool, HarnessError> {
+    let mut drains = Vec::new();
+    for g in groups {
+        drains.push(spec.spawn(recorder, g, true)?);
+    }
+    let mut all_done = true;
+    for mut d in drains {
+        // `Child::wait` closes the child's stdin first, which a worker reads as "stop":
+        // keep stdin open so the drain runs until its own empty polls end it.
+        let _stdin = d.child.stdin.take();
+        match tokio::time::timeout(limit, d.child.wait()).await {
+            Ok(Ok(status)) if status.success() => {}
+            _ => all_done = false,
+        }
+        d.stop(Duration::from_secs(1)).await;
+    }
+    Ok(all_done)
+}
