@@ -77,6 +77,13 @@ impl FromStr for BrokerKind {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for BrokerKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        BrokerKind::from_str(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Which conventions the image follows: Gauntlet's own Debian-based images, or the
 /// broker's official image (`rabbitmq:4`, `nats:2.10`, `redis:7`, `apache/kafka:3.9`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

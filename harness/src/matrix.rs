@@ -252,7 +252,7 @@ pub fn judge(entry: &Entry, v: &Verdict) -> Judgement {
 #[derive(Debug)]
 pub struct Row {
     pub name: String,
-    pub broker: String,
+    pub broker: crate::broker::BrokerKind,
     pub faults: Vec<String>,
     pub expected: Expected,
     pub why_listed: String,
@@ -299,7 +299,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
                 let judgement = judge(&p.entry, &outcome.verdict);
                 Row {
                     name,
-                    broker: s.broker.clone(),
+                    broker: s.broker,
                     faults: s.nemesis.clone(),
                     expected: p.entry.outcome,
                     why_listed: p.entry.why.clone(),
@@ -312,7 +312,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
             }
             Err(e) => Row {
                 name,
-                broker: s.broker.clone(),
+                broker: s.broker,
                 faults: s.nemesis.clone(),
                 expected: p.entry.outcome,
                 why_listed: p.entry.why.clone(),

@@ -63,6 +63,24 @@ pub enum Membership {
     Assign,
 }
 
+impl Membership {
+    pub const ALL: [Membership; 2] = [Membership::Subscribe, Membership::Assign];
+
+    /// The name in scenarios and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Membership::Subscribe => "subscribe",
+            Membership::Assign => "assign",
+        }
+    }
+}
+
+impl std::fmt::Display for Membership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl std::str::FromStr for Membership {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -18,6 +18,46 @@ pub enum Mode {
     ExactlyOnce,
 }
 
+impl Mode {
+    /// Every mode, weakest first.
+    pub const ALL: [Mode; 4] = [
+        Mode::AtMostOnce,
+        Mode::AtLeastOnce,
+        Mode::Idempotent,
+        Mode::ExactlyOnce,
+    ];
+
+    /// The name in scenarios and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::AtMostOnce => "at-most-once",
+            Mode::AtLeastOnce => "at-least-once",
+            Mode::Idempotent => "idempotent",
+            Mode::ExactlyOnce => "exactly-once",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s.trim())
+            .ok_or_else(|| {
+                format!(
+                    "mode `{s}`: expected at-most-once, at-least-once, idempotent or exactly-once"
+                )
+            })
+    }
+}
+
 /// When a consumer acknowledges (or commits) relative to processing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -19,7 +19,6 @@ use clap::Args;
 use gauntlet_harness::broker::{BrokerKind, Flavour};
 use gauntlet_harness::run::{run_with, RunOptions, Scenario};
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 /// Target of issue 4: the recorder costs at most this fraction of throughput.
@@ -33,9 +32,10 @@ pub struct BenchRunArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "redis,rabbitmq,nats,kafka,sqs"
+        default_value = "redis,rabbitmq,nats,kafka,sqs",
+        value_parser = super::named::<BrokerKind>(super::brokers())
     )]
-    pub broker: Vec<String>,
+    pub broker: Vec<BrokerKind>,
     /// How long producers send in each run.
     #[arg(long, default_value = "10s")]
     pub time: String,
@@ -149,8 +149,8 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
     );
     let mut worst_cost: f64 = 0.0;
     let mut slow_start = false;
-    for b in &args.broker {
-        let kind = BrokerKind::from_str(b)?;
+    for &kind in &args.broker {
+        let b = kind.name();
         let max = kind
             .recipe()
             .capabilities(Flavour::Gauntlet)
@@ -163,7 +163,7 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
             for discard in [true, false] {
                 let mut s = Scenario::default_scenario();
                 s.name = format!("bench-{b}-{}", if discard { "off" } else { "on" });
-                s.broker = b.clone();
+                s.broker = kind;
                 s.nodes = Some(nodes);
                 s.time = args.time.clone();
                 s.rate = rate;

@@ -158,7 +158,7 @@ fn table(rows: &[Row], must_find: &[String]) -> String {
     for (r, m) in rows.iter().zip(must_find) {
         b.push_record([
             r.name.clone(),
-            r.broker.clone(),
+            r.broker.to_string(),
             faults_text(&r.faults),
             expected_text(r, m),
             verdict_text(r).to_string(),
@@ -198,7 +198,7 @@ pub fn junit_xml(rows: &[Row], profile: &str, must_find: &[String]) -> String {
         let _ = write!(
             x,
             r#"    <testcase classname="gauntlet.matrix.{}" name="{}" time="{:.3}""#,
-            escape::xml(&r.broker),
+            escape::xml(r.broker.name()),
             escape::xml(&r.name),
             r.seconds
         );
@@ -282,7 +282,7 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.3em .6em
             r#"<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0} s</td><td>{}<br><small>{}</small></td><td>{link}</td></tr>"#,
             if r.judgement.pass { "pass" } else { "fail" },
             escape::html(&r.name),
-            escape::html(&r.broker),
+            escape::html(r.broker.name()),
             escape::html(&faults_text(&r.faults)),
             escape::html(&expected_text(r, m)),
             verdict_text(r),

@@ -1,8 +1,13 @@
 //! `gauntlet run [SCENARIO.toml]`: deploy a broker, run a workload, record, drain, check.
+use super::{brokers, named};
 use anyhow::Context;
 use clap::Args;
-use gauntlet_harness::run::Scenario;
+use gauntlet_checkers::Guarantee;
+use gauntlet_harness::broker::BrokerKind;
 use gauntlet_harness::run::TICK;
+use gauntlet_harness::run::{Scenario, Workload};
+use gauntlet_workloads::log::Membership;
+use gauntlet_workloads::settings::Mode;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,39 +16,44 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct RunArgs {
     /// Scenario file (TOML); without one, the default scenario (Redis Streams, at-least-once).
     pub scenario: Option<PathBuf>,
-    /// Broker: rabbitmq, redis (more to come).
-    #[arg(long)]
-    pub broker: Option<String>,
-    /// Workload: queue, or log (Kafka protocol: partitions, offsets, consumer groups).
-    #[arg(long)]
-    pub workload: Option<String>,
+    /// Broker (Gauntlet's local image of it, or --image).
+    #[arg(long, value_parser = named::<BrokerKind>(brokers()))]
+    pub broker: Option<BrokerKind>,
+    /// Workload: queue (every broker), log (Kafka protocol: partitions, offsets,
+    /// consumer groups) or txn (Kafka transactions, consume-transform-produce).
+    #[arg(long, value_parser = named::<Workload>(Workload::ALL.map(|w| w.name())))]
+    pub workload: Option<Workload>,
     /// Log workload: how consumers get partitions, subscribe (group) or assign.
-    #[arg(long)]
-    pub membership: Option<String>,
+    #[arg(long, value_parser = named::<Membership>(Membership::ALL.map(|m| m.name())))]
+    pub membership: Option<Membership>,
     /// How long producers send, e.g. 30s, 2m.
     #[arg(long)]
     pub time: Option<String>,
     /// Sends per second, all producers together.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Seed of the fault schedule and of the producers' keys (the same seed draws
+    /// the same schedule).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Nodes of the cluster (the broker's default when absent: 3, or 1 for sqs).
     #[arg(long)]
     pub nodes: Option<usize>,
     /// Image by name instead of Gauntlet's local one (e.g. rabbitmq:4).
     #[arg(long)]
     pub image: Option<String>,
-    /// Delivery mode: at-most-once, at-least-once, idempotent, exactly-once.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// Guarantees the run claims, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub expect: Vec<String>,
+    /// Delivery mode (the preset of the producer's and consumer's settings).
+    #[arg(long, value_parser = named::<Mode>(Mode::ALL.map(|m| m.name())))]
+    pub mode: Option<Mode>,
+    /// Guarantees the run claims, comma-separated (default: at-least-once).
+    #[arg(long, value_delimiter = ',', value_parser = named::<Guarantee>(Guarantee::ALL.map(|g| g.name())))]
+    pub expect: Vec<Guarantee>,
     /// Where run folders go.
     #[arg(long)]
     pub results: Option<PathBuf>,
-    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:leader],
-    /// restart-broker[:mid-batch|:leader], pause[:leader], partition[:halves|:ring|:bridge|:leader];
+    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:ROLE],
+    /// restart-broker[:mid-batch|:ROLE], pause[:ROLE], partition[:halves|:ring|:bridge|:ROLE]
+    /// (ROLE: leader, group-coordinator, txn-coordinator, storage);
     /// through the client proxy: ack-loss, partition-one-way, client-partition, latency[:MS],
     /// jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
     /// See docs/nemesis.md. `none` for no fault. Without this flag, the default run
@@ -65,14 +75,14 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         }
         None => Scenario::default_scenario(),
     };
-    if let Some(b) = &args.broker {
-        s.broker = b.clone();
+    if let Some(b) = args.broker {
+        s.broker = b;
     }
-    if let Some(w) = &args.workload {
-        s.workload = w.clone();
+    if let Some(w) = args.workload {
+        s.workload = w;
     }
-    if let Some(m) = &args.membership {
-        s.log.membership = m.parse().map_err(anyhow::Error::msg)?;
+    if let Some(m) = args.membership {
+        s.log.membership = m;
     }
     if let Some(t) = &args.time {
         s.time = t.clone();
@@ -89,13 +99,8 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     if let Some(i) = &args.image {
         s.image = Some(i.clone());
     }
-    if let Some(m) = &args.mode {
-        s.delivery.mode =
-            serde_json::from_value(serde_json::Value::String(m.clone())).map_err(|_| {
-                anyhow::anyhow!(
-                    "--mode {m}: expected at-most-once, at-least-once, idempotent or exactly-once"
-                )
-            })?;
+    if let Some(m) = args.mode {
+        s.delivery.mode = m;
     }
     if !args.expect.is_empty() {
         s.expect = args.expect.clone();
@@ -128,16 +133,13 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     }
     if args.scenario.is_none() {
         // A scenario made of flags is named after what it runs.
-        let mode = serde_json::to_value(s.delivery.mode)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let mode = s.delivery.mode.name();
         let faults = if s.nemesis.is_empty() {
             String::new()
         } else {
             format!("-{}", s.nemesis.join("+").replace(':', "_"))
         };
-        let workload = if s.workload == "queue" {
+        let workload = if s.workload == Workload::Queue {
             String::new()
         } else {
             format!("{}-", s.workload)

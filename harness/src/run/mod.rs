@@ -17,7 +17,6 @@ use gauntlet_checkers::{CheckOptions, Guarantee, Incomplete, IncompleteReason, V
 use gauntlet_workloads::recorder::WriteFailure;
 use gauntlet_workloads::Recorder;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 mod faults;
@@ -34,7 +33,9 @@ mod fake;
 mod tests;
 
 pub use folder::timestamp;
-pub use scenario::{parse_duration, Scenario, StorageConfig, DEFAULT_FAULTS, DEFAULT_SEED};
+pub use scenario::{
+    parse_duration, Scenario, StorageConfig, Workload, DEFAULT_FAULTS, DEFAULT_SEED,
+};
 
 /// What a finished run left.
 #[derive(Debug)]
@@ -128,7 +129,7 @@ fn client_port(kind: BrokerKind) -> &'static str {
 /// the final heal and drain, then the node logs and the teardown (also when the
 /// workload phase failed).
 pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
-    let result = if ctx.scenario.workload == "txn" {
+    let result = if ctx.scenario.workload == Workload::Txn {
         txn::drive_txn(ctx).await
     } else {
         queue::drive(ctx).await
@@ -176,7 +177,7 @@ pub async fn run_with(
     opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
     let entered = Instant::now();
-    let kind = BrokerKind::from_str(&scenario.broker)?;
+    let kind = scenario.broker;
     scenario.duration()?;
     let expect = scenario.guarantees()?;
     scenario.check_workload(kind)?;

@@ -144,7 +144,7 @@ pub(super) struct RoleNames {
 
 impl RoleNames {
     pub(super) fn of(scenario: &Scenario) -> Self {
-        let group = if scenario.workload == "txn" {
+        let group = if scenario.workload == super::Workload::Txn {
             gauntlet_workloads::txn::GROUP.to_string()
         } else {
             scenario

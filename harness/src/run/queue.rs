@@ -3,6 +3,7 @@
 use super::faults::prepare_schedule;
 use super::folder::io;
 use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
+use super::scenario::Workload;
 use super::workers::{drain, respawn_exited, stop_all, Pool, Worker, WorkerSpec};
 use super::{until_failed, Driven, Figures, Progress, RunContext, TICK};
 use crate::error::HarnessError;
@@ -41,7 +42,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         recorder = recorder.keep_latencies();
     }
     let recorder = Arc::new(recorder);
-    let driver: Arc<dyn gauntlet_workloads::Driver> = if scenario.workload == "log" {
+    let driver: Arc<dyn gauntlet_workloads::Driver> = if scenario.workload == Workload::Log {
         Arc::new(
             LogDriver::new(&addrs, settings.clone(), &scenario.log)
                 .map_err(|e| HarnessError::Worker(e.to_string()))?,
@@ -57,11 +58,11 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         .map_err(|e| HarnessError::Worker(e.to_string()))?;
     let spec = WorkerSpec {
         exe: exe.to_path_buf(),
-        broker: kind.name().to_string(),
+        broker: kind,
         addrs: addrs.clone(),
         delivery_json: serde_json::to_string(&scenario.delivery).unwrap_or_default(),
         cfg: scenario.queue.clone(),
-        workload: scenario.workload.clone(),
+        workload: scenario.workload,
         log: scenario.log.clone(),
     };
     let _ = recorder.phase("start");

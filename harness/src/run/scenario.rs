@@ -15,15 +15,15 @@ use std::time::Duration;
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
-    pub broker: String,
+    pub broker: BrokerKind,
     /// Nodes; the broker's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
     /// Image by name (e.g. `rabbitmq:4` for users who can pull); Gauntlet's local image when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    #[serde(default = "default_workload")]
-    pub workload: String,
+    #[serde(default)]
+    pub workload: Workload,
     /// How long producers send, e.g. "30s", "2m", "500ms".
     #[serde(default = "default_time")]
     pub time: String,
@@ -34,7 +34,7 @@ pub struct Scenario {
     pub seed: u64,
     /// Guarantees the run claims (`valid` is judged against them).
     #[serde(default = "default_expect")]
-    pub expect: Vec<String>,
+    pub expect: Vec<Guarantee>,
     #[serde(default)]
     pub delivery: Delivery,
     #[serde(default)]
@@ -66,17 +66,14 @@ pub struct Scenario {
 fn is_default_log(c: &LogConfig) -> bool {
     *c == LogConfig::default()
 }
-fn default_workload() -> String {
-    "queue".into()
-}
 fn default_time() -> String {
     "20s".into()
 }
 fn default_rate() -> f64 {
     100.0
 }
-fn default_expect() -> Vec<String> {
-    vec!["at-least-once".into()]
+fn default_expect() -> Vec<Guarantee> {
+    vec![Guarantee::AtLeastOnce]
 }
 fn default_interval() -> String {
     "5s".into()
@@ -149,10 +146,10 @@ impl Scenario {
     pub fn default_scenario() -> Scenario {
         Scenario {
             name: "redis-at-least-once".into(),
-            broker: "redis".into(),
+            broker: BrokerKind::Redis,
             nodes: None,
             image: None,
-            workload: default_workload(),
+            workload: Workload::Queue,
             time: default_time(),
             rate: default_rate(),
             seed: DEFAULT_SEED,
@@ -182,32 +179,22 @@ impl Scenario {
     }
 
     pub fn guarantees(&self) -> Result<Vec<Guarantee>, HarnessError> {
-        self.expect
-            .iter()
-            .map(|g| Guarantee::from_str(g).map_err(|e| HarnessError::Scenario(e.to_string())))
-            .collect()
+        Ok(self.expect.clone())
     }
 }
 
 impl Scenario {
     /// Refuses a workload the broker cannot run, before anything is deployed.
     pub fn check_workload(&self, kind: BrokerKind) -> Result<(), HarnessError> {
-        match self.workload.as_str() {
-            "queue" | "txn" => {}
-            "log" if kind == BrokerKind::Kafka => {}
-            "log" => {
-                return Err(HarnessError::Scenario(format!(
-                    "the log workload needs a Kafka-protocol broker, not {}",
-                    self.broker
-                )))
-            }
-            other => {
-                return Err(HarnessError::Scenario(format!(
-                    "workload `{other}` is not available (queue, log and txn are)"
-                )))
-            }
+        if self.workload == Workload::Log && kind != BrokerKind::Kafka {
+            return Err(HarnessError::Scenario(format!(
+                "the log workload needs a Kafka-protocol broker, not {}",
+                self.broker
+            )));
         }
-        if self.queue.pipeline > 1 && (kind != BrokerKind::Kafka || self.workload != "queue") {
+        if self.queue.pipeline > 1
+            && (kind != BrokerKind::Kafka || self.workload != Workload::Queue)
+        {
             return Err(HarnessError::Scenario(format!(
                 "queue.pipeline = {}: pipelined producers need the queue workload on a \
                  Kafka-protocol broker (its client keeps several sends in flight), not the {} \
@@ -216,6 +203,52 @@ impl Scenario {
             )));
         }
         Ok(())
+    }
+}
+
+/// What a run does against the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Producers and consumer groups on a queue or stream (every broker).
+    #[default]
+    Queue,
+    /// The Kafka protocol's partitions, offsets and consumer groups.
+    Log,
+    /// Consume-transform-produce in Kafka transactions (exactly-once).
+    Txn,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 3] = [Workload::Queue, Workload::Log, Workload::Txn];
+
+    /// The name in scenarios and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Queue => "queue",
+            Workload::Log => "log",
+            Workload::Txn => "txn",
+        }
+    }
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = HarnessError;
+    fn from_str(s: &str) -> Result<Self, HarnessError> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.name() == s.trim())
+            .ok_or_else(|| {
+                HarnessError::Scenario(format!(
+                    "workload `{s}` is not available (queue, log and txn are)"
+                ))
+            })
     }
 }
 
@@ -323,7 +356,7 @@ mod tests {
     fn the_example_scenario_parses_and_round_trips() {
         let s = Scenario::from_toml(include_str!("../../../ci/scenario.toml"))
             .expect("ci/scenario.toml");
-        assert_eq!(s.broker, "rabbitmq");
+        assert_eq!(s.broker, BrokerKind::RabbitMq);
         assert_eq!(s.nemesis, vec!["kill-consumer:before-ack".to_string()]);
         assert_eq!(s.delivery.resolve().queue_type, "quorum");
         assert_eq!(s.guarantees().ok().map(|g| g.len()), Some(2));
@@ -332,11 +365,8 @@ mod tests {
         assert!(Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nbogus = 1\n").is_err());
         let d = Scenario::default_scenario();
         assert_eq!(
-            Scenario::from_toml(&d.to_toml())
-                .map(|x| x.broker)
-                .ok()
-                .as_deref(),
-            Some("redis")
+            Scenario::from_toml(&d.to_toml()).map(|x| x.broker).ok(),
+            Some(BrokerKind::Redis)
         );
     }
 }

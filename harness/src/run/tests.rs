@@ -9,6 +9,7 @@ use super::workers::{respawn_exited, Pool, WorkerSpec};
 use super::*;
 use gauntlet_nemesis::{Cluster, KillConsumerAt, Schedule};
 use gauntlet_workloads::queue::QueueConfig;
+use std::str::FromStr;
 use std::sync::Arc;
 
 fn temp(name: &str) -> PathBuf {
@@ -20,7 +21,7 @@ fn temp(name: &str) -> PathBuf {
 
 fn scenario(broker: &str, nemesis: &[&str]) -> Scenario {
     let mut s = Scenario::default_scenario();
-    s.broker = broker.into();
+    s.broker = BrokerKind::from_str(broker).expect("a broker");
     s.nemesis = nemesis.iter().map(|n| n.to_string()).collect();
     s
 }
@@ -149,14 +150,14 @@ fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
     let s = scenario("redis", &[]);
     WorkerSpec {
         exe,
-        broker: "redis".into(),
+        broker: BrokerKind::Redis,
         addrs: vec!["127.0.0.1:1".into()],
         delivery_json: "{}".into(),
         cfg: QueueConfig {
             consumers,
             ..s.queue
         },
-        workload: "queue".into(),
+        workload: Workload::Queue,
         log: s.log,
     }
 }
@@ -351,7 +352,7 @@ async fn a_refused_run_tears_down_keeps_the_logs_and_writes_no_history() {
 
     // The txn workload on a broker that does not speak Kafka: refused the same way.
     let txn = Scenario {
-        workload: "txn".into(),
+        workload: Workload::Txn,
         ..scenario("redis", &[])
     };
     let ctx = RunContext {

@@ -1,7 +1,9 @@
 //! Consumer workers: `gauntlet worker` processes whose stdout is relayed into
 //! the run's history.
+use super::scenario::Workload;
+use crate::broker::BrokerKind;
 use crate::error::HarnessError;
-use gauntlet_workloads::log::{LogConfig, Membership};
+use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
 use gauntlet_workloads::Recorder;
 use std::path::PathBuf;
@@ -26,11 +28,11 @@ pub(super) struct Worker {
 #[derive(Clone)]
 pub(super) struct WorkerSpec {
     pub(super) exe: PathBuf,
-    pub(super) broker: String,
+    pub(super) broker: BrokerKind,
     pub(super) addrs: Vec<String>,
     pub(super) delivery_json: String,
     pub(super) cfg: QueueConfig,
-    pub(super) workload: String,
+    pub(super) workload: Workload,
     pub(super) log: LogConfig,
 }
 
@@ -56,7 +58,7 @@ impl WorkerSpec {
         let mut cmd = Command::new(&self.exe);
         cmd.arg("worker")
             .arg("--broker")
-            .arg(&self.broker)
+            .arg(self.broker.name())
             .arg("--addrs")
             .arg(self.addrs.join(","))
             .arg("--group")
@@ -72,16 +74,17 @@ impl WorkerSpec {
         if drain {
             cmd.arg("--drain");
         }
-        if self.workload == "log" {
-            let membership = match self.log.membership {
-                Membership::Subscribe => "subscribe",
-                Membership::Assign => "assign",
-            };
-            cmd.args(["--workload", "log", "--membership", membership])
-                .arg("--slot")
-                .arg(slot.to_string())
-                .arg("--slots")
-                .arg(self.cfg.consumers.max(1).to_string());
+        if self.workload == Workload::Log {
+            cmd.args([
+                "--workload",
+                "log",
+                "--membership",
+                self.log.membership.name(),
+            ])
+            .arg("--slot")
+            .arg(slot.to_string())
+            .arg("--slots")
+            .arg(self.cfg.consumers.max(1).to_string());
         }
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
