@@ -8,7 +8,9 @@ pub mod log;
 pub mod queue;
 pub mod recorder;
 pub mod settings;
+pub mod stall;
 pub mod txn;
+pub mod worker_call;
 
 pub use client::{ClientError, Consumer, Driver, Outcome, Producer, Received, Stored};
 pub use recorder::Recorder;

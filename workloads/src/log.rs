@@ -29,8 +29,9 @@
 //! the group's committed offsets and reads each to its high watermark.
 use crate::client::{body, parse_body, ClientError, Consumer, Driver, Outcome, Producer, Stored};
 use crate::drivers::kafka::classify;
-use crate::queue::{WireEvent, STALLED, STALL_AFTER_ACK, STALL_BEFORE_ACK};
+use crate::queue::WireEvent;
 use crate::settings::{AckPoint, Resolved};
+use crate::stall::{stall_here, Stall, StallPoint};
 use async_trait::async_trait;
 use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
@@ -43,7 +44,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -575,21 +576,6 @@ impl Worker<'_> {
     }
 }
 
-async fn stall_here(stall: &AtomicU8, point: u8, emit: &mut dyn FnMut(WireEvent)) {
-    if stall.load(Ordering::Relaxed) == point {
-        emit(WireEvent {
-            kind: STALLED.into(),
-            f: "control".into(),
-            group: None,
-            value: None,
-            error: None,
-        });
-        loop {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-    }
-}
-
 /// Runs one log consumer until `stop` (or, for the drain, until every partition
 /// was read to its end), reporting every op through `emit`. Returns early when an
 /// op's outcome is unknown: the harness starts a fresh worker under a new number.
@@ -597,7 +583,7 @@ pub async fn run_log_worker(
     w: &LogWorker,
     settings: &Resolved,
     stop: &AtomicBool,
-    stall: &AtomicU8,
+    stall: &Stall,
     emit: &mut dyn FnMut(WireEvent),
 ) -> Result<(), ClientError> {
     let manual = settings.manual_ack || w.drain;
@@ -675,10 +661,10 @@ pub async fn run_log_worker(
                         return Ok(());
                     }
                 }
-            } else if stall.load(Ordering::Relaxed) == STALL_AFTER_ACK {
+            } else if stall.is_at(StallPoint::AfterAck) {
                 me.await_auto_commit(&next).await;
             }
-            stall_here(stall, STALL_AFTER_ACK, emit).await;
+            stall_here(stall, StallPoint::AfterAck, emit).await;
         }
         if !w.processing.is_zero() {
             tokio::time::sleep(w.processing * msgs.len() as u32).await;
@@ -690,7 +676,7 @@ pub async fn run_log_worker(
             emit(wire("ok", "commit", &g, Some(v), None));
         }
         if !before && me.manual {
-            stall_here(stall, STALL_BEFORE_ACK, emit).await;
+            stall_here(stall, StallPoint::BeforeAck, emit).await;
             let v = positions_json(&next);
             emit(wire("invoke", "commit", &g, Some(v.clone()), None));
             match me.commit_sync(&next) {

@@ -4,10 +4,11 @@
 use crate::client::{Consumer, Driver, Outcome, Received, Stored};
 use crate::recorder::Recorder;
 use crate::settings::AckPoint;
+use crate::stall::{stall_here, Stall, StallPoint};
 use gauntlet_history::{Actor, Event, OpType};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -395,32 +396,6 @@ async fn ack(
     }
 }
 
-/// Where a worker is told to stall so that the nemesis can kill it at an exact moment.
-pub const STALL_NONE: u8 = 0;
-/// After processing a batch, before acknowledging it (seed D4).
-pub const STALL_BEFORE_ACK: u8 = 1;
-/// After acknowledging (committing) a batch, before processing finished (seed D5).
-pub const STALL_AFTER_ACK: u8 = 2;
-
-/// The line a worker prints when it has stalled at the point it was told.
-pub const STALLED: &str = "stalled";
-
-async fn stall_here(stall: &AtomicU8, point: u8, emit: &mut dyn FnMut(WireEvent)) {
-    if stall.load(Ordering::Relaxed) == point {
-        emit(WireEvent {
-            kind: STALLED.into(),
-            f: "control".into(),
-            group: None,
-            value: None,
-            error: None,
-        });
-        // Wait to be killed.
-        loop {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-    }
-}
-
 /// The consumer loop of a worker, reporting every op through `emit`.
 ///
 /// A poll's `ok` is recorded once its batch has been processed: a delivery in
@@ -437,7 +412,7 @@ pub async fn run_consumer(
     consumer: &mut dyn Consumer,
     cfg: &ConsumerConfig,
     stop: &AtomicBool,
-    stall: &AtomicU8,
+    stall: &Stall,
     emit: &mut dyn FnMut(WireEvent),
 ) {
     let mut empty = 0u32;
@@ -485,14 +460,14 @@ pub async fn run_consumer(
                 ));
                 return;
             }
-            stall_here(stall, STALL_AFTER_ACK, emit).await;
+            stall_here(stall, StallPoint::AfterAck, emit).await;
         }
         if !cfg.processing.is_zero() {
             tokio::time::sleep(cfg.processing * msgs.len() as u32).await;
         }
         record(emit, &msgs);
         if !before {
-            stall_here(stall, STALL_BEFORE_ACK, emit).await;
+            stall_here(stall, StallPoint::BeforeAck, emit).await;
             if !ack(consumer, cfg, &msgs, emit).await {
                 return;
             }

@@ -5,19 +5,20 @@
 //! op under way and exit; SIGKILL (the nemesis) leaves that op without completion.
 use clap::Args;
 use gauntlet_workloads::log::{run_log_worker, LogWorker, Membership};
-use gauntlet_workloads::queue::{
-    connect_consumer, run_consumer, ConsumerConfig, STALL_AFTER_ACK, STALL_BEFORE_ACK, STALL_NONE,
-};
+use gauntlet_workloads::queue::{connect_consumer, run_consumer, ConsumerConfig};
+use gauntlet_workloads::stall::{Stall, StallPoint};
+use gauntlet_workloads::worker_call::{LogSlot, WorkerCall};
 use gauntlet_workloads::Delivery;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+/// The arguments [`WorkerCall::to_args`] writes; [`WorkerArgs::call`] reads them back.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    #[arg(long)]
+    #[arg(long, value_parser = super::named::<String>(super::brokers()))]
     pub broker: String,
     /// host:port of each node's client port, comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -38,11 +39,11 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub drain: bool,
     /// The workload: queue, or log (Kafka protocol: partitions, offsets, commits).
-    #[arg(long, default_value = "queue")]
+    #[arg(long, default_value = "queue", value_parser = ["queue", "log"])]
     pub workload: String,
     /// Log workload: subscribe (group membership) or assign (a fixed share of partitions).
-    #[arg(long, default_value = "subscribe")]
-    pub membership: String,
+    #[arg(long, default_value = "subscribe", value_parser = super::named::<Membership>(Membership::ALL.map(|m| m.name())))]
+    pub membership: Membership,
     /// Log workload with `assign`: this worker's slot among `--slots`.
     #[arg(long, default_value_t = 0)]
     pub slot: usize,
@@ -50,18 +51,39 @@ pub struct WorkerArgs {
     pub slots: usize,
 }
 
-/// stdin: `stall:before-ack` / `stall:after-ack` lines arm a stall; EOF means stop.
-fn watch_stdin() -> (Arc<AtomicBool>, Arc<AtomicU8>) {
+impl WorkerArgs {
+    /// The call these arguments describe.
+    pub fn call(&self) -> anyhow::Result<WorkerCall> {
+        let delivery: Delivery = serde_json::from_str(&self.delivery)
+            .map_err(|e| anyhow::anyhow!("--delivery is not a delivery table: {e}"))?;
+        Ok(WorkerCall {
+            broker: self.broker.clone(),
+            addrs: self.addrs.clone(),
+            group: self.group.clone(),
+            process: self.process,
+            delivery,
+            batch: self.batch,
+            processing_ms: self.processing_ms,
+            drain: self.drain,
+            log: (self.workload == "log").then_some(LogSlot {
+                membership: self.membership,
+                slot: self.slot,
+                slots: self.slots,
+            }),
+        })
+    }
+}
+
+/// stdin: a [`StallPoint::command`] line arms a stall; EOF means stop.
+fn watch_stdin() -> (Arc<AtomicBool>, Arc<Stall>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let stall = Arc::new(AtomicU8::new(STALL_NONE));
+    let stall = Arc::new(Stall::new());
     let (s2, st2) = (stop.clone(), stall.clone());
     tokio::spawn(async move {
         let mut lines = BufReader::new(tokio::io::stdin()).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            match line.trim() {
-                "stall:before-ack" => st2.store(STALL_BEFORE_ACK, Ordering::Relaxed),
-                "stall:after-ack" => st2.store(STALL_AFTER_ACK, Ordering::Relaxed),
-                _ => {}
+            if let Some(point) = StallPoint::from_command(&line) {
+                st2.arm(point);
             }
         }
         s2.store(true, Ordering::Relaxed);
@@ -82,19 +104,19 @@ fn emitter() -> impl FnMut(gauntlet_workloads::queue::WireEvent) {
 
 /// A consumer of the log workload.
 async fn run_log(
-    args: &WorkerArgs,
+    args: &WorkerCall,
+    slot: LogSlot,
     settings: &gauntlet_workloads::Resolved,
 ) -> anyhow::Result<i32> {
     if args.broker != "kafka" {
         anyhow::bail!("the log workload runs on kafka, not {}", args.broker);
     }
-    let membership: Membership = args.membership.parse().map_err(anyhow::Error::msg)?;
     let w = LogWorker {
         bootstrap: args.addrs.join(","),
         group: args.group.clone(),
-        membership,
-        slot: args.slot,
-        slots: args.slots,
+        membership: slot.membership,
+        slot: slot.slot,
+        slots: slot.slots,
         batch: args.batch,
         wait: if args.drain {
             Duration::from_secs(1)
@@ -111,15 +133,14 @@ async fn run_log(
 }
 
 pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
-    let delivery: Delivery = serde_json::from_str(&args.delivery)
-        .map_err(|e| anyhow::anyhow!("--delivery is not a delivery table: {e}"))?;
-    let settings = delivery.resolve();
+    let args = args.call()?;
+    let settings = args.delivery.resolve();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = rt.block_on(async move {
-        if args.workload == "log" {
-            return run_log(&args, &settings).await;
+        if let Some(slot) = args.log {
+            return run_log(&args, slot, &settings).await;
         }
         let driver = gauntlet_workloads::driver_for(
             &args.broker,
@@ -150,4 +171,56 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
     // stdin stays open, and dropping the runtime would wait for ever).
     rt.shutdown_background();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: Sub,
+    }
+    #[derive(Debug, clap::Subcommand)]
+    enum Sub {
+        Worker(WorkerArgs),
+    }
+
+    /// What the harness writes is what the worker reads.
+    fn round_trip(call: &WorkerCall) -> WorkerCall {
+        let argv = std::iter::once("gauntlet".to_string()).chain(call.to_args());
+        let Sub::Worker(args) = Cli::try_parse_from(argv).expect("parses").cmd;
+        args.call().expect("a call")
+    }
+
+    #[test]
+    fn the_harness_arguments_parse_back_to_the_same_call() {
+        let mut call = WorkerCall {
+            broker: "redis".into(),
+            addrs: vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()],
+            group: "g1".into(),
+            process: 7,
+            delivery: Delivery {
+                mode: gauntlet_workloads::Mode::AtMostOnce,
+                acks: Some("1".into()),
+                retries: Some(10),
+                ..Delivery::default()
+            },
+            batch: 5,
+            processing_ms: 3,
+            drain: false,
+            log: None,
+        };
+        assert_eq!(round_trip(&call), call);
+        call.drain = true;
+        call.broker = "kafka".into();
+        call.log = Some(LogSlot {
+            membership: Membership::Assign,
+            slot: 1,
+            slots: 3,
+        });
+        assert_eq!(round_trip(&call), call);
+    }
 }

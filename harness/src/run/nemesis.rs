@@ -10,6 +10,7 @@ use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
 use gauntlet_nemesis::{
     Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, Role, Schedule,
 };
+use gauntlet_workloads::stall::StallPoint;
 use gauntlet_workloads::Recorder;
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -246,9 +247,10 @@ impl Cluster for RunCluster<'_> {
         let w = &mut ws[i].1;
         let command = match at {
             KillConsumerAt::Any => None,
-            KillConsumerAt::BeforeAck => Some("stall:before-ack\n"),
-            KillConsumerAt::AfterAck => Some("stall:after-ack\n"),
-        };
+            KillConsumerAt::BeforeAck => Some(StallPoint::BeforeAck),
+            KillConsumerAt::AfterAck => Some(StallPoint::AfterAck),
+        }
+        .map(|p| format!("{}\n", p.command()));
         let mut stalled = false;
         if let Some(c) = command {
             if let Some(stdin) = w.child.stdin.as_mut() {

@@ -60,7 +60,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         exe: exe.to_path_buf(),
         broker: kind,
         addrs: addrs.clone(),
-        delivery_json: serde_json::to_string(&scenario.delivery).unwrap_or_default(),
+        delivery: scenario.delivery.clone(),
         cfg: scenario.queue.clone(),
         workload: scenario.workload,
         log: scenario.log.clone(),

@@ -152,7 +152,7 @@ fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
         exe,
         broker: BrokerKind::Redis,
         addrs: vec!["127.0.0.1:1".into()],
-        delivery_json: "{}".into(),
+        delivery: Default::default(),
         cfg: QueueConfig {
             consumers,
             ..s.queue

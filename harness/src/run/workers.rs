@@ -5,7 +5,8 @@ use crate::broker::BrokerKind;
 use crate::error::HarnessError;
 use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::{QueueConfig, WireEvent};
-use gauntlet_workloads::Recorder;
+use gauntlet_workloads::worker_call::{LogSlot, WorkerCall};
+use gauntlet_workloads::{Delivery, Recorder};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub(super) struct WorkerSpec {
     pub(super) exe: PathBuf,
     pub(super) broker: BrokerKind,
     pub(super) addrs: Vec<String>,
-    pub(super) delivery_json: String,
+    pub(super) delivery: Delivery,
     pub(super) cfg: QueueConfig,
     pub(super) workload: Workload,
     pub(super) log: LogConfig,
@@ -55,37 +56,23 @@ impl WorkerSpec {
         slot: usize,
     ) -> Result<Worker, HarnessError> {
         let process = recorder.new_process();
+        let call = WorkerCall {
+            broker: self.broker.name().to_string(),
+            addrs: self.addrs.clone(),
+            group: group.to_string(),
+            process,
+            delivery: self.delivery.clone(),
+            batch: self.cfg.batch,
+            processing_ms: self.cfg.processing_ms,
+            drain,
+            log: (self.workload == Workload::Log).then_some(LogSlot {
+                membership: self.log.membership,
+                slot,
+                slots: self.cfg.consumers.max(1),
+            }),
+        };
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("worker")
-            .arg("--broker")
-            .arg(self.broker.name())
-            .arg("--addrs")
-            .arg(self.addrs.join(","))
-            .arg("--group")
-            .arg(group)
-            .arg("--process")
-            .arg(process.to_string())
-            .arg("--delivery")
-            .arg(&self.delivery_json)
-            .arg("--batch")
-            .arg(self.cfg.batch.to_string())
-            .arg("--processing-ms")
-            .arg(self.cfg.processing_ms.to_string());
-        if drain {
-            cmd.arg("--drain");
-        }
-        if self.workload == Workload::Log {
-            cmd.args([
-                "--workload",
-                "log",
-                "--membership",
-                self.log.membership.name(),
-            ])
-            .arg("--slot")
-            .arg(slot.to_string())
-            .arg("--slots")
-            .arg(self.cfg.consumers.max(1).to_string());
-        }
+        cmd.args(call.to_args());
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -104,7 +91,7 @@ impl WorkerSpec {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 match serde_json::from_str::<WireEvent>(&line) {
-                    Ok(w) if w.kind == gauntlet_workloads::queue::STALLED => told.notify_one(),
+                    Ok(w) if w.kind == gauntlet_workloads::stall::STALLED => told.notify_one(),
                     Ok(w) => {
                         if let Some(e) = w.into_event(process) {
                             let _ = rec.record(&e);

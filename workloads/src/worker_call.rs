@@ -1,0 +1,73 @@
+//! How the harness starts a consumer worker process (`gauntlet worker ...`): one
+//! struct that the harness turns into arguments ([`WorkerCall::to_args`]) and the
+//! worker's command line parses back, so the two cannot drift apart.
+use crate::log::Membership;
+use crate::settings::Delivery;
+
+/// The arguments of one worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerCall {
+    /// The broker's name (`redis`, `kafka`, ...), as `driver_for` takes it.
+    pub broker: String,
+    /// `host:port` of each node's client port.
+    pub addrs: Vec<String>,
+    pub group: String,
+    /// The worker's process number in the history.
+    pub process: u64,
+    /// The scenario's `[delivery]` table.
+    pub delivery: Delivery,
+    pub batch: usize,
+    pub processing_ms: u64,
+    /// The final drain: take over everything pending, exit after a few empty polls.
+    pub drain: bool,
+    /// The log workload's share of the partitions; `None` for the queue workload.
+    pub log: Option<LogSlot>,
+}
+
+/// A log-workload consumer's membership and slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogSlot {
+    pub membership: Membership,
+    /// With `assign`: this worker takes the partitions `p` with `p % slots == slot`.
+    pub slot: usize,
+    pub slots: usize,
+}
+
+impl WorkerCall {
+    /// The arguments after `gauntlet`: `worker --broker ... --process N ...`.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "worker".into(),
+            "--broker".into(),
+            self.broker.clone(),
+            "--addrs".into(),
+            self.addrs.join(","),
+            "--group".into(),
+            self.group.clone(),
+            "--process".into(),
+            self.process.to_string(),
+            "--delivery".into(),
+            serde_json::to_string(&self.delivery).unwrap_or_else(|_| "{}".into()),
+            "--batch".into(),
+            self.batch.to_string(),
+            "--processing-ms".into(),
+            self.processing_ms.to_string(),
+        ];
+        if self.drain {
+            a.push("--drain".into());
+        }
+        if let Some(l) = self.log {
+            a.extend([
+                "--workload".into(),
+                "log".into(),
+                "--membership".into(),
+                l.membership.name().into(),
+                "--slot".into(),
+                l.slot.to_string(),
+                "--slots".into(),
+                l.slots.to_string(),
+            ]);
+        }
+        a
+    }
+}
