@@ -13,6 +13,7 @@ pub mod model;
 pub mod op;
 mod parallel;
 pub mod reader;
+pub mod rng;
 pub mod txngen;
 pub mod writer;
 
