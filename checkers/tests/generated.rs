@@ -1,12 +1,12 @@
-//! Generated histories with anomalies injected at known places (`gauntlet_history::gen`):
+//! Generated histories with anomalies injected at known places (`gauntlet_testkit::queue_gen`):
 //! the checker must find exactly the counts the generator predicts, for all 13
 //! anomaly types, and the guarantee statuses and validity that follow from them
 //! (`docs/checkers.md`).
 //!
 //! The number of random cases is modest by default; `PROPTEST_CASES=N` raises it.
 use gauntlet_checkers::{check, AnomalyKind, CheckOptions, Guarantee, Status, Validity, Verdict};
-use gauntlet_history::gen::{generate_vec, Expected, GenConfig, Injection, Mode};
 use gauntlet_history::{read_bytes, History, NO_OFFSET};
+use gauntlet_testkit::queue_gen::{generate_vec, Expected, GenConfig, Injection, Mode};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

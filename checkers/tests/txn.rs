@@ -6,7 +6,7 @@ use gauntlet_checkers::{
     check, check_with_budget, AnomalyKind, CheckOptions, Guarantee, Status, Verdict,
 };
 use gauntlet_history::read_bytes;
-use gauntlet_history::txngen::{generate_txns_vec, TxnGenConfig};
+use gauntlet_testkit::txn_gen::{generate_txns_vec, TxnGenConfig};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::time::Duration;

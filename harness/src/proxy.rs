@@ -35,7 +35,7 @@
 //!
 //! A link with no upstream yet (the node is not created) refuses connections.
 use crate::error::HarnessError;
-use gauntlet_history::gen::Rng;
+use gauntlet_history::rng::Rng;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -407,8 +407,11 @@ fn parse_prefix<'a>(line: &'a [u8], end: &mut usize) -> Option<Op<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::{generate, GenConfig, Rng};
     use crate::op::parse_op;
+    use crate::rng::Rng;
+    // Only bytes come from the test kit: its history types are another copy
+    // of this crate's (see history/Cargo.toml).
+    use gauntlet_testkit::queue_gen::{generate, GenConfig};
 
     /// Every line the fast path takes, the general parser takes too, with the same op.
     fn agree(line: &[u8]) -> bool {
@@ -487,11 +490,11 @@ mod tests {
     }
 
     fn txn_lines(txns: u64) -> Vec<u8> {
-        let cfg = crate::txngen::TxnGenConfig {
+        let cfg = gauntlet_testkit::txn_gen::TxnGenConfig {
             txns,
             ..Default::default()
         };
-        crate::txngen::generate_txns_vec(&cfg).0
+        gauntlet_testkit::txn_gen::generate_txns_vec(&cfg).0
     }
 
     #[test]

@@ -7,13 +7,12 @@
 pub mod edn;
 pub mod error;
 mod fast;
-pub mod gen;
 pub mod json;
 pub mod model;
 pub mod op;
 mod parallel;
 pub mod reader;
-pub mod txngen;
+pub mod rng;
 pub mod writer;
 
 pub use error::{HistoryError, Problem};

@@ -437,8 +437,12 @@ pub(crate) fn read<R: Read + Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::{generate_vec, mutate, GenConfig, Injection, Mode, Rng};
     use crate::reader::read_one_thread;
+    // Only bytes come from the test kit: its history types are another copy of
+    // this crate's (see history/Cargo.toml). Its `Rng` is that copy's, the one
+    // `mutate` takes; the streams below use it too (the same generator).
+    use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
+    use gauntlet_testkit::{mutate, Rng};
 
     const NAME: &str = "h.jsonl";
 
@@ -524,10 +528,12 @@ mod tests {
             let got = same_everywhere(&data, crate::reader::MAX_LINE);
             assert!(!got.starts_with("error"), "{got}");
         }
-        let txns = crate::txngen::generate_txns_vec(&crate::txngen::TxnGenConfig {
-            txns: 500,
-            ..Default::default()
-        })
+        let txns = gauntlet_testkit::txn_gen::generate_txns_vec(
+            &gauntlet_testkit::txn_gen::TxnGenConfig {
+                txns: 500,
+                ..Default::default()
+            },
+        )
         .0;
         same_everywhere(&txns, crate::reader::MAX_LINE);
     }

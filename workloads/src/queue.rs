@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The seeded PRNG the generators share (SplitMix64): the same seed gives the same keys.
-pub use gauntlet_history::gen::Rng;
+pub use gauntlet_history::rng::Rng;
 
 /// Producer side of the workload.
 #[derive(Debug, Clone, Serialize, Deserialize)]

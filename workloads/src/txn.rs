@@ -16,7 +16,7 @@
 //! `poll` ops), so the checker sees which outputs became visible.
 use crate::client::{body, parse_body, ClientError};
 use crate::recorder::Recorder;
-use gauntlet_history::gen::Rng;
+use gauntlet_history::rng::Rng;
 use gauntlet_history::{Actor, Event, OpType};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

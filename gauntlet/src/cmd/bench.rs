@@ -1,7 +1,7 @@
 //! `gauntlet bench`: how fast and how small reading and checking big histories is.
 //!
 //! For each size, generates a history with anomalies injected at known places
-//! (`gauntlet_history::gen`, streamed to `results/bench/`, constant memory), then
+//! (`gauntlet_testkit::queue_gen`, streamed to `results/bench/`, constant memory), then
 //! measures it in a fresh child process (so one size's heap does not inflate the
 //! next one's peak): resets the peak-RSS counter (`/proc/self/clear_refs`), reads
 //! the file with `read_path_with` (parse only), checks it with `check` (single
@@ -17,8 +17,8 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use gauntlet_checkers::{check, AnomalyKind, CheckOptions};
-use gauntlet_history::gen::{generate, Expected, GenConfig, Injection, Mode};
 use gauntlet_history::ReadOptions;
+use gauntlet_testkit::queue_gen::{generate, Expected, GenConfig, Injection, Mode};
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::BufWriter;
@@ -59,7 +59,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub in_process: bool,
     /// Instead: generate a strict serializable transactional history of this
-    /// many transactions (`gauntlet_history::txngen`) and time its check.
+    /// many transactions (`gauntlet_testkit::txn_gen`) and time its check.
     #[arg(long, value_parser = parse_size)]
     pub txn: Option<u64>,
     /// Reading threads to measure each size with, comma-separated (default: 1 and
@@ -561,7 +561,7 @@ fn measure_child(
 
 /// `gauntlet bench --txn N`: the transaction checker on N transactions.
 fn run_txn(args: &BenchArgs, n: u64) -> Result<i32> {
-    use gauntlet_history::txngen::{generate_txns, TxnGenConfig};
+    use gauntlet_testkit::txn_gen::{generate_txns, TxnGenConfig};
     let cfg = TxnGenConfig {
         seed: args.seed,
         txns: n,

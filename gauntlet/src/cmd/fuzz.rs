@@ -2,7 +2,7 @@
 //! in-process, on stable Rust (cargo-fuzz needs nightly).
 //!
 //! A corpus of generated histories (every broker style, every injection) and the
-//! files given is mutated (`gauntlet_history::gen::mutate`: byte flips, truncations,
+//! files given is mutated (`gauntlet_testkit::mutate`: byte flips, truncations,
 //! line swaps, deep nesting, huge numbers, long strings, ...); each input is read with
 //! `read_bytes` and, when it reads, checked, under `catch_unwind`. Inputs that read are
 //! sometimes kept in the corpus, so mutations pile up. A failure is a panic, an error
@@ -12,8 +12,9 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use gauntlet_checkers::{check, CheckOptions};
-use gauntlet_history::gen::{generate_vec, mutate, GenConfig, Injection, Mode, Rng};
 use gauntlet_history::{read_bytes, HistoryError};
+use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
+use gauntlet_testkit::{mutate, Rng};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

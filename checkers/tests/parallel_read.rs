@@ -1,10 +1,12 @@
 //! Reading on several threads gives what reading on one does: the same history,
 //! the same error on the same line, the same warnings, the same verdict.
+//! (A test of the history reader; it lives with the checkers for the verdicts.)
 use gauntlet_checkers::{check, CheckOptions};
-use gauntlet_history::gen::{generate_vec, mutate, GenConfig, Injection, Mode, Rng};
 use gauntlet_history::{
     read_bytes_with, read_path_with, read_with, History, HistoryError, ReadOptions,
 };
+use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
+use gauntlet_testkit::{mutate, Rng};
 use std::path::Path;
 
 const NAME: &str = "h.jsonl";

@@ -12,7 +12,7 @@
 //! dependency cycle, realtime or not, and no Kafka-style skip or backward
 //! step. Some transactions abort (nothing applied, no read counted) and some
 //! end `info` (applied or not; the process then comes back under a new number).
-use crate::gen::Rng;
+use gauntlet_history::rng::Rng;
 use std::io::{self, Write};
 
 /// What to generate.

@@ -1,14 +1,15 @@
 //! Fuzzing the reader and the checker on stable Rust: proptest over arbitrary bytes and
 //! over mutated valid histories (byte flips, truncations, line swaps, deep nesting,
-//! huge numbers, long strings; `gauntlet_history::gen::mutate`).
+//! huge numbers, long strings; `gauntlet_testkit::mutate`).
 //!
 //! Properties: reading never panics; every error's text is `NAME:LINE: what` with a
 //! line that exists; whenever the read succeeds, `check` does not panic and its verdict
 //! serialises. Modest case counts by default (`PROPTEST_CASES=N` raises them); the
 //! long-running mode is `gauntlet fuzz --seconds 600`.
 use gauntlet_checkers::{check, CheckOptions};
-use gauntlet_history::gen::{generate_vec, mutate, GenConfig, Injection, Mode, Rng};
 use gauntlet_history::{read_bytes, HistoryError};
+use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
+use gauntlet_testkit::{mutate, Rng};
 use proptest::prelude::*;
 
 const NAME: &str = "fuzz.jsonl";

@@ -1,0 +1,16 @@
+//! Gauntlet's test kit: what the tests, `gauntlet bench` and `gauntlet fuzz` feed
+//! the reader and the checkers. Nothing here runs in a real test run.
+//!
+//! - [`queue_gen`]: histories of sends and polls with anomalies injected at known
+//!   places, and the [`Expected`](queue_gen::Expected) count of each;
+//! - [`txn_gen`]: transactional histories, strict serializable by construction;
+//! - [`mutator`]: the byte mutator that makes valid histories hostile ([`mutate`]).
+//!
+//! All of them are deterministic in their seed, through the workspace's one PRNG,
+//! [`Rng`] (`gauntlet_history::rng`, re-exported here).
+pub mod mutator;
+pub mod queue_gen;
+pub mod txn_gen;
+
+pub use gauntlet_history::rng::Rng;
+pub use mutator::mutate;
