@@ -4,6 +4,12 @@
 //! its `f`, `type` and raw `value`. A fault is shown as an interval from the
 //! event that starts it to the event that ends it, paired by this rule:
 //!
+//! * Events whose values carry the same `fault_id` (Gauntlet's own runs write
+//!   the fault's position in the schedule into its start and end events) are
+//!   one fault: the first starts it, the next with another `f` (or `"end":
+//!   true`) ends it, and the rest (the `info` after an `invoke`) are part of
+//!   them. The rules below pair the events without an id (Jepsen's histories,
+//!   and Gauntlet's before v1.1).
 //! * An event whose value has `"end": true` ends the latest open fault (of the
 //!   same target, when the value names one).
 //! * Ending names: `resume` ends `pause`; `heal` (also `heal-all`, `repair`)
@@ -73,6 +79,14 @@ pub fn target_of(raw: &str) -> String {
     }
 }
 
+/// The `fault_id` of a nemesis value, when it has one.
+fn fault_id(raw: &str) -> Option<u64> {
+    match parse_value(raw)? {
+        serde_json::Value::Object(m) => m.get("fault_id")?.as_u64(),
+        _ => None,
+    }
+}
+
 fn is_end_marked(raw: &str) -> bool {
     matches!(parse_value(raw), Some(serde_json::Value::Object(m)) if m.get("end") == Some(&serde_json::Value::Bool(true)))
 }
@@ -107,10 +121,31 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
     let mut out = Faults::default();
     // Indices into out.intervals of the faults still open.
     let mut open: Vec<usize> = Vec::new();
+    // The fault id of each interval, and the ids whose fault has ended.
+    let mut ids: Vec<Option<u64>> = Vec::new();
+    let mut ended_ids = std::collections::BTreeSet::new();
     let mut last: Option<(OpType, String, String, usize)> = None;
     for (i, e) in events.iter().enumerate() {
         let f = e.f.as_str();
         let target = target_of(&e.value);
+        let id = fault_id(&e.value);
+        if let Some(id) = id {
+            if ended_ids.contains(&id) {
+                continue;
+            }
+            if let Some(k) = open.iter().position(|&o| ids[o] == Some(id)) {
+                let iv = &mut out.intervals[open[k]];
+                if iv.f != f || is_end_marked(&e.value) {
+                    iv.end_time = Some(e.time);
+                    iv.end_index = Some(e.index);
+                    iv.end_f = Some(e.f.clone());
+                    open.remove(k);
+                    ended_ids.insert(id);
+                }
+                last = None;
+                continue;
+            }
+        }
         // invoke then info of the same fault: one event.
         if let Some((OpType::Invoke, lf, lt, li)) = &last {
             if e.kind != OpType::Invoke && lf == f && *lt == target {
@@ -189,6 +224,7 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
                     continue;
                 }
                 open.push(out.intervals.len());
+                ids.push(id);
                 out.intervals.push(Interval {
                     f: e.f.clone(),
                     target,
@@ -261,6 +297,80 @@ mod tests {
         // A start with nothing to end is one too.
         assert_eq!(got.instants, vec![6, 8, 10]);
         assert_eq!(got.intervals[0].target, "n1");
+    }
+
+    #[test]
+    fn pairs_by_fault_id_when_the_events_carry_one() {
+        // A link fault the harness moved from n3 to n1: the start's invoke and
+        // info name different nodes, the id says they are one fault.
+        let events = vec![
+            ev(
+                1,
+                OpType::Invoke,
+                "ack-loss",
+                r#"{"fault":"ack-loss","target":"n3","fault_id":0}"#,
+            ),
+            ev(
+                2,
+                OpType::Info,
+                "ack-loss",
+                r#"{"node":"n1","scheduled":"n3","fault_id":0}"#,
+            ),
+            ev(
+                3,
+                OpType::Invoke,
+                "kill",
+                r#"{"fault":"kill-broker","target":"n2","fault_id":1}"#,
+            ),
+            ev(4, OpType::Info, "kill", r#"{"node":"n2","fault_id":1}"#),
+            ev(
+                5,
+                OpType::Invoke,
+                "ack-loss-end",
+                r#"{"target":"n1","fault_id":0}"#,
+            ),
+            ev(
+                6,
+                OpType::Info,
+                "ack-loss-end",
+                r#"{"node":"n1","fault_id":0}"#,
+            ),
+            ev(
+                7,
+                OpType::Invoke,
+                "start",
+                r#"{"target":"n2","fault_id":1}"#,
+            ),
+            ev(8, OpType::Info, "start", r#"{"node":"n2","fault_id":1}"#),
+            // A start that failed ends at once.
+            ev(
+                9,
+                OpType::Invoke,
+                "pause",
+                r#"{"fault":"pause","target":"n3","fault_id":2}"#,
+            ),
+            ev(
+                10,
+                OpType::Info,
+                "pause",
+                r#"{"error":"no","fault_id":2,"end":true}"#,
+            ),
+        ];
+        let got = faults(&events);
+        let spans: Vec<(&str, u64, Option<u64>)> = got
+            .intervals
+            .iter()
+            .map(|i| (i.f.as_str(), i.start_index, i.end_index))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("ack-loss", 1, Some(5)),
+                ("kill", 3, Some(7)),
+                ("pause", 9, Some(10))
+            ]
+        );
+        assert!(got.instants.is_empty(), "{:?}", got.instants);
     }
 
     #[test]

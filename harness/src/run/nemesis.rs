@@ -20,6 +20,17 @@ pub(super) fn nemesis_event(kind: OpType, f: &str, value: serde_json::Value) -> 
     Event::new(Actor::Nemesis, kind, f).value(value)
 }
 
+/// Marks a nemesis event with the schedule position of its fault, which pairs a
+/// fault's start and end events in the report (`fault_id`).
+fn with_id(value: &mut serde_json::Value, id: usize) {
+    match value {
+        serde_json::Value::Object(m) => {
+            m.insert("fault_id".into(), json!(id));
+        }
+        other => *other = json!({"result": other.take(), "fault_id": id}),
+    }
+}
+
 /// Plays the schedule against the cluster, recording each fault's start and end.
 pub(super) async fn run_schedule(
     schedule: &Schedule,
@@ -28,7 +39,7 @@ pub(super) async fn run_schedule(
     t0: Instant,
     progress: &Progress,
 ) {
-    for sf in &schedule.faults {
+    for (id, sf) in schedule.faults.iter().enumerate() {
         let Ok(kind) = sf.kind() else { continue };
         let at = t0 + Duration::from_millis(sf.at_ms);
         tokio::time::sleep_until(at.into()).await;
@@ -36,12 +47,13 @@ pub(super) async fn run_schedule(
         let _ = recorder.record(&nemesis_event(
             OpType::Invoke,
             start_f,
-            json!({"fault": sf.fault, "target": sf.target}),
+            json!({"fault": sf.fault, "target": sf.target, "fault_id": id}),
         ));
         let started = Fault::start(kind, cluster, &sf.target, sf.pick).await;
         let fault = match started {
-            Ok((fault, value)) => {
+            Ok((fault, mut value)) => {
                 progress(&format!("nemesis: {} {}", sf.fault, value));
+                with_id(&mut value, id);
                 let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
                 fault
             }
@@ -50,7 +62,7 @@ pub(super) async fn run_schedule(
                 let _ = recorder.record(&nemesis_event(
                     OpType::Info,
                     start_f,
-                    json!({"error": e.to_string()}),
+                    json!({"error": e.to_string(), "fault_id": id, "end": true}),
                 ));
                 continue;
             }
@@ -63,12 +75,13 @@ pub(super) async fn run_schedule(
         let _ = recorder.record(&nemesis_event(
             OpType::Invoke,
             stop_f,
-            json!({"target": fault.target}),
+            json!({"target": fault.target, "fault_id": id}),
         ));
-        let value = match fault.stop(cluster).await {
+        let mut value = match fault.stop(cluster).await {
             Ok(v) => v,
             Err(e) => json!({"error": e.to_string()}),
         };
+        with_id(&mut value, id);
         let _ = recorder.record(&nemesis_event(OpType::Info, stop_f, value));
     }
 }
