@@ -121,6 +121,51 @@ impl LinkFault {
     }
 }
 
+/// What a fault needs from a deployment. A run refuses a fault whose needs the
+/// deployment does not meet, with the reason, before anything is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// At least this many broker nodes.
+    pub nodes: usize,
+    /// Kill, start, pause and unpause of nodes.
+    pub process_faults: bool,
+    /// Commands with NET_ADMIN inside the nodes: the tool the fault runs
+    /// (`iptables` or `tc`).
+    pub net_admin: Option<&'static str>,
+    /// The node the fault is aimed at, by role (the storage node, or a node the
+    /// broker names).
+    pub role: Option<Role>,
+}
+
+impl FaultKind {
+    /// What this fault needs from a deployment.
+    pub fn needs(self) -> Needs {
+        let process = Needs {
+            process_faults: true,
+            ..Needs::default()
+        };
+        let iptables = |nodes| Needs {
+            nodes,
+            net_admin: Some("iptables"),
+            ..Needs::default()
+        };
+        match self {
+            FaultKind::KillConsumer(_) | FaultKind::Link(_) => Needs::default(),
+            FaultKind::KillBroker | FaultKind::RestartBroker { .. } | FaultKind::Pause => process,
+            FaultKind::Partition => iptables(2),
+            FaultKind::PartitionShape(_) => iptables(3),
+            FaultKind::Netem { .. } => Needs {
+                net_admin: Some("tc"),
+                ..Needs::default()
+            },
+            FaultKind::OnRole(f, role) => Needs {
+                role: Some(role),
+                ..f.on_node().needs()
+            },
+        }
+    }
+}
+
 /// The shapes of [`FaultKind::PartitionShape`], after Jepsen's `nemesis.clj`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -304,15 +349,15 @@ pub async fn apply_grudge(
         if drops.is_empty() {
             continue;
         }
-        let mut rules = Vec::new();
+        let mut from = Vec::new();
         for d in drops {
             let ip = ips
                 .get(d)
                 .ok_or_else(|| failed(kind, node, format!("no node {d}")))?;
-            rules.push(format!("iptables -A INPUT -s {ip} -j DROP"));
+            from.push(ip.clone());
         }
         cluster
-            .exec(node, &rules.join(" && "))
+            .drop_traffic(node, &from, false)
             .await
             .map_err(|e| failed(kind, node, e))?;
     }
@@ -521,29 +566,22 @@ impl Fault {
                     ips.push(cluster.node_ip(n).await?);
                 }
                 // Both directions, on the isolated node and on every other node.
-                let mut script = String::new();
-                for ip in &ips {
-                    script.push_str(&format!(
-                        "iptables -A INPUT -s {ip} -j DROP && iptables -A OUTPUT -d {ip} -j DROP && "
-                    ));
-                }
-                script.push_str("true");
                 cluster
-                    .exec(target, &script)
+                    .drop_traffic(target, &ips, true)
                     .await
                     .map_err(|e| failed(kind, target, e))?;
                 let me = cluster.node_ip(target).await?;
                 for n in &others {
                     cluster
-                        .exec(n, &format!("iptables -A INPUT -s {me} -j DROP && iptables -A OUTPUT -d {me} -j DROP"))
+                        .drop_traffic(n, std::slice::from_ref(&me), true)
                         .await?;
                 }
                 json!({"isolated": target, "from": others})
             }
             FaultKind::Link(l) => cluster.link(target, l).await?,
             FaultKind::Netem { delay_ms } => {
-                let cmd = format!("tc qdisc add dev eth0 root netem delay {delay_ms}ms");
-                match cluster.exec(target, &cmd).await {
+                let cmd = crate::net::delay_script(delay_ms);
+                match cluster.add_delay(target, delay_ms).await {
                     Ok(_) => json!({"node": target, "netem": format!("delay {delay_ms}ms")}),
                     Err(e) => {
                         return Err(NemesisError::Unsupported {
@@ -606,22 +644,17 @@ impl Fault {
                 Ok(json!({"node": target, "healed": healed}))
             }
             FaultKind::Netem { .. } => {
-                cluster.exec(&target, NETEM_HEAL).await?;
+                cluster.remove_delay(&target).await?;
                 Ok(json!({"node": target}))
             }
         }
     }
 }
 
-/// Removes a netem qdisc (and succeeds when there is none, or no `tc`).
-pub const NETEM_HEAL: &str = "tc qdisc del dev eth0 root 2>/dev/null || true";
-
 /// Removes every DROP rule the partitions added, on every node.
 pub async fn heal_network(cluster: &dyn Cluster) -> Result<(), NemesisError> {
     for n in cluster.nodes().into_iter().chain(cluster.storage_node()) {
-        cluster
-            .exec(&n, "iptables -F INPUT && iptables -F OUTPUT")
-            .await?;
+        cluster.heal_traffic(&n).await?;
     }
     Ok(())
 }
@@ -629,6 +662,27 @@ pub async fn heal_network(cluster: &dyn Cluster) -> Result<(), NemesisError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_fault_says_what_it_needs() {
+        let n = |s: &str| FaultKind::from_str(s).expect("a fault").needs();
+        assert_eq!(n("kill-consumer:before-ack"), Needs::default());
+        assert_eq!(n("ack-loss"), Needs::default());
+        assert!(n("kill-broker").process_faults && n("pause").process_faults);
+        assert_eq!(
+            (n("partition").nodes, n("partition").net_admin),
+            (2, Some("iptables"))
+        );
+        assert_eq!(n("partition:ring").nodes, 3);
+        assert_eq!(n("netem:50").net_admin, Some("tc"));
+        let r = n("restart-broker:txn-coordinator");
+        assert!(r.process_faults && r.role == Some(Role::TxnCoordinator));
+        let i = n("partition:storage");
+        assert_eq!(
+            (i.nodes, i.net_admin, i.role),
+            (2, Some("iptables"), Some(Role::Storage))
+        );
+    }
 
     #[test]
     fn names_round_trip() {

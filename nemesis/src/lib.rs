@@ -6,6 +6,7 @@
 //! pause it, run a command in it or kill a consumer process; the harness
 //! decides how (containers today; Kubernetes or SSH tomorrow).
 pub mod faults;
+pub mod net;
 pub mod schedule;
 
 pub use faults::{Fault, FaultKind, Grudge, KillConsumerAt, LinkFault, NodeFault, Role, Shape};
@@ -69,6 +70,30 @@ pub trait Cluster: Send + Sync {
     /// Every client link back to pass; returns what was healed.
     async fn heal_links(&self) -> Result<Value, NemesisError> {
         Ok(Value::Null)
+    }
+    /// Drop what `node` receives from `ips` (and, with `outbound`, what it sends
+    /// to them) until [`Cluster::heal_traffic`]. By default iptables through `exec`.
+    async fn drop_traffic(
+        &self,
+        node: &str,
+        ips: &[String],
+        outbound: bool,
+    ) -> Result<(), NemesisError> {
+        self.exec(node, &net::drop_script(ips, outbound))
+            .await
+            .map(drop)
+    }
+    /// Remove every rule [`Cluster::drop_traffic`] added on `node`.
+    async fn heal_traffic(&self, node: &str) -> Result<(), NemesisError> {
+        self.exec(node, net::HEAL_SCRIPT).await.map(drop)
+    }
+    /// Delay what `node` sends by `ms` (netem) until [`Cluster::remove_delay`].
+    async fn add_delay(&self, node: &str, ms: u32) -> Result<(), NemesisError> {
+        self.exec(node, &net::delay_script(ms)).await.map(drop)
+    }
+    /// Remove the delay of [`Cluster::add_delay`]; succeeds when there is none.
+    async fn remove_delay(&self, node: &str) -> Result<(), NemesisError> {
+        self.exec(node, net::UNDELAY_SCRIPT).await.map(drop)
     }
     /// The node the broker names for `role` right now (`None`: none, e.g. while it
     /// elects one, after waiting a little); `Unsupported` where the broker cannot tell.

@@ -6,7 +6,8 @@ use super::RunContext;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::{LinkState, Toxic};
-use gauntlet_nemesis::{FaultKind, LinkFault, NodeFault, Role, Schedule};
+use gauntlet_nemesis::faults::Needs;
+use gauntlet_nemesis::{FaultKind, LinkFault, Role, Schedule};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -89,6 +90,44 @@ pub(super) fn link_state(fault: LinkFault) -> LinkState {
     }
 }
 
+/// Whether `deployment` meets a fault's needs; the reason when it does not.
+fn able(needs: Needs, deployment: &dyn Deployment) -> Result<(), String> {
+    let caps = deployment.capabilities();
+    let nodes = deployment.nodes().len();
+    let broker = deployment.broker();
+    if nodes < needs.nodes {
+        let n = ["zero", "one", "two", "three"]
+            .get(needs.nodes)
+            .map_or_else(|| needs.nodes.to_string(), |w| w.to_string());
+        return Err(format!(
+            "needs at least {n} nodes, the deployment has {nodes}"
+        ));
+    }
+    if let Some(tool) = needs.net_admin {
+        if !caps.net_admin_exec {
+            return Err(format!("the nodes cannot run {tool} (no NET_ADMIN exec)"));
+        }
+    }
+    if needs.process_faults && !caps.process_faults {
+        return Err("the deployment does not offer process faults".into());
+    }
+    match needs.role {
+        Some(Role::Storage) if deployment.storage_node().is_none() => Err(format!(
+            "the {broker} deployment has no storage node (its brokers keep their own data)"
+        )),
+        Some(role) if role != Role::Storage && broker.recipe().role_probe(role).is_none() => {
+            let which = match role {
+                Role::Leader => "which node leads".to_string(),
+                _ => format!("which node is the {role}"),
+            };
+            Err(format!(
+                "{broker} cannot tell {which} (no role probe in its recipe)"
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The run's schedule: replayed from a file, or generated from the seed.
 pub(super) fn schedule_for(
     scenario: &Scenario,
@@ -103,74 +142,11 @@ pub(super) fn schedule_for(
     let mut kinds = Vec::new();
     for name in &scenario.nemesis {
         let kind = FaultKind::from_str(name).map_err(|e| HarnessError::Scenario(e.to_string()))?;
-        let caps = deployment.capabilities();
-        let nodes = deployment.nodes().len();
-        let refuse =
-            |why: String| HarnessError::Scenario(format!("{kind} on {}: {why}", scenario.broker));
-        match kind {
-            FaultKind::Partition if nodes < 2 => {
-                return Err(refuse(format!(
-                    "needs at least two nodes, the deployment has {nodes}"
-                )))
-            }
-            FaultKind::Partition if !caps.net_admin_exec => {
-                return Err(refuse(
-                    "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
-                ))
-            }
-            FaultKind::Netem { .. } if !caps.net_admin_exec => {
-                return Err(refuse("the nodes cannot run tc (no NET_ADMIN exec)".into()))
-            }
-            FaultKind::KillBroker | FaultKind::RestartBroker { .. } | FaultKind::Pause
-                if !caps.process_faults =>
-            {
-                return Err(refuse(
-                    "the deployment does not offer process faults".into(),
-                ))
-            }
-            // Partition shapes and faults aimed at a role.
-            FaultKind::PartitionShape(_) if nodes < 3 => {
-                return Err(refuse(format!(
-                    "needs at least three nodes, the deployment has {nodes}"
-                )))
-            }
-            FaultKind::PartitionShape(_) | FaultKind::OnRole(NodeFault::Isolate, _)
-                if !caps.net_admin_exec =>
-            {
-                return Err(refuse(
-                    "the nodes cannot run iptables (no NET_ADMIN exec)".into(),
-                ))
-            }
-            FaultKind::OnRole(_, Role::Storage) if deployment.storage_node().is_none() => {
-                return Err(refuse(format!(
-                    "the {} deployment has no storage node (its brokers keep their own data)",
-                    scenario.broker
-                )))
-            }
-            FaultKind::OnRole(f, role) => {
-                if role != Role::Storage && deployment.broker().recipe().role_probe(role).is_none()
-                {
-                    let which = match role {
-                        Role::Leader => "which node leads".to_string(),
-                        _ => format!("which node is the {role}"),
-                    };
-                    return Err(refuse(format!(
-                        "{} cannot tell {which} (no role probe in its recipe)",
-                        scenario.broker
-                    )));
-                }
-                if f != NodeFault::Isolate && !caps.process_faults {
-                    return Err(refuse(
-                        "the deployment does not offer process faults".into(),
-                    ));
-                }
-                if f == NodeFault::Isolate && nodes < 2 {
-                    return Err(refuse(format!(
-                        "needs at least two nodes, the deployment has {nodes}"
-                    )));
-                }
-            }
-            _ => {}
+        if let Err(why) = able(kind.needs(), deployment) {
+            return Err(HarnessError::Scenario(format!(
+                "{kind} on {}: {why}",
+                scenario.broker
+            )));
         }
         kinds.push(kind);
     }
@@ -208,11 +184,14 @@ async fn probe_netem(deployment: &dyn Deployment) -> Result<(), HarnessError> {
     let Some(node) = deployment.nodes().into_iter().next() else {
         return Ok(());
     };
-    let probe = "tc qdisc add dev eth0 root netem delay 1ms && tc qdisc del dev eth0 root";
+    let probe = format!(
+        "{} && tc qdisc del dev eth0 root",
+        gauntlet_nemesis::net::delay_script(1)
+    );
     let out = deployment
         .exec(
             &node,
-            &crate::broker::Command::shell(probe),
+            &crate::broker::Command::shell(&probe),
             Duration::from_secs(20),
         )
         .await?;

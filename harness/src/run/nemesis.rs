@@ -6,7 +6,7 @@ use super::{Progress, Scenario};
 use crate::deployment::Deployment;
 use crate::proxy::Proxy;
 use gauntlet_history::{Actor, Event, OpType};
-use gauntlet_nemesis::faults::{heal_network, history_names, NETEM_HEAL};
+use gauntlet_nemesis::faults::{heal_network, history_names};
 use gauntlet_nemesis::{
     Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, Role, Schedule,
 };
@@ -113,7 +113,7 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, pr
     }
     if cluster.netem {
         for n in cluster.deployment.nodes() {
-            if let Err(e) = cluster.exec(&n, NETEM_HEAL).await {
+            if let Err(e) = cluster.remove_delay(&n).await {
                 notes.push(e.to_string());
             }
         }
