@@ -25,18 +25,31 @@ pub const VALUE_SPAN: i64 = 1_000_000_000;
 /// An EDN value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Edn {
+    /// `nil`.
     Nil,
+    /// `true` or `false`.
     Bool(bool),
+    /// An integer (a trailing `N` is allowed).
     Int(i64),
+    /// A floating-point number.
     Float(f64),
+    /// A string, unescaped.
     Str(String),
+    /// A character (`\a`, `\newline`, `\space`, `\tab`, `\return`).
     Char(char),
+    /// A keyword, without its leading `:`.
     Keyword(String),
+    /// A symbol: a token that is not `nil`, `true`, `false` or a number.
     Symbol(String),
+    /// A list, `( ... )`.
     List(Vec<Edn>),
+    /// A vector, `[ ... ]`.
     Vector(Vec<Edn>),
+    /// A map, `{ ... }`, as key-value pairs in the order written.
     Map(Vec<(Edn, Edn)>),
+    /// A set, `#{ ... }`, in the order written.
     Set(Vec<Edn>),
+    /// A tagged form, `#tag form` (such as `#jepsen.history.Op{...}`): the tag without `#`, and the form.
     Tagged(String, Box<Edn>),
 }
 
@@ -111,8 +124,11 @@ impl Edn {
 /// A syntax error at a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdnError {
+    /// The 1-based line.
     pub line: u64,
+    /// The 1-based column, in bytes.
     pub column: usize,
+    /// What is wrong.
     pub what: String,
 }
 
@@ -135,6 +151,7 @@ fn is_delim(c: u8) -> bool {
 }
 
 impl<'a> Parser<'a> {
+    /// A parser at the start of `s`.
     pub fn new(s: &'a [u8]) -> Self {
         Parser {
             s,

@@ -14,33 +14,46 @@ pub const MAX_DEPTH: usize = 64;
 /// A scanning error: byte offset in the line and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonError {
+    /// The byte offset in the line (0-based).
     pub offset: usize,
+    /// What was expected, or what is wrong.
     pub what: String,
 }
 
+/// The result of a scanning step.
 pub type JResult<T> = Result<T, JsonError>;
 
 /// The type of the next value, judged by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `{`.
     Object,
+    /// `[`.
     Array,
+    /// `"`.
     String,
+    /// `-` or a digit.
     Number,
+    /// `t` or `f`.
     Bool,
+    /// `n`.
     Null,
 }
 
+/// A cursor over one line: reads JSON values in place, left to right.
 pub struct Scanner<'a> {
     b: &'a [u8],
+    /// The byte offset of the next unread byte.
     pub i: usize,
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner at the start of `b`.
     pub fn new(b: &'a [u8]) -> Self {
         Scanner { b, i: 0 }
     }
 
+    /// An error at the current offset.
     pub fn err<T>(&self, what: impl Into<String>) -> JResult<T> {
         Err(JsonError {
             offset: self.i,
@@ -48,6 +61,7 @@ impl<'a> Scanner<'a> {
         })
     }
 
+    /// Skips white space (space, tab, newline, carriage return).
     #[inline(always)]
     pub fn ws(&mut self) {
         while let Some(&c) = self.b.get(self.i) {
@@ -73,6 +87,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The [`Kind`] of the next value (after white space); an error at any other byte or at the end of the line.
     pub fn kind(&mut self) -> JResult<Kind> {
         match self.peek() {
             Some(b'{') => Ok(Kind::Object),
@@ -186,6 +201,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Starts an array; call [`Scanner::next_elem`] until it returns `false`.
     pub fn begin_array(&mut self) -> JResult<()> {
         self.eat(b'[')
     }
@@ -435,6 +451,7 @@ impl<'a> Scanner<'a> {
             .map_err(|_| IntError::OutOfRange(text.to_string()))
     }
 
+    /// Reads `true` or `false`.
     pub fn bool(&mut self) -> JResult<bool> {
         self.ws();
         if self.b[self.i..].starts_with(b"true") {
@@ -448,6 +465,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Reads `null`.
     pub fn null(&mut self) -> JResult<()> {
         self.ws();
         if self.b[self.i..].starts_with(b"null") {
@@ -565,6 +583,7 @@ pub(crate) fn swar_digits(w: u64) -> (usize, u64) {
 /// A key the reader expects next, as the bytes `"name":` packed for a masked compare.
 #[derive(Debug, Clone, Copy)]
 pub struct Hint {
+    /// The key's name, without quotes.
     pub name: &'static str,
     /// Length of `"name":`.
     len: usize,
@@ -620,8 +639,11 @@ pub const UNKNOWN_KEY: usize = usize::MAX;
 /// Why an integer field could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IntError {
+    /// The text is not valid JSON.
     Json(JsonError),
+    /// A number with a fraction or an exponent (the text of it).
     NotInteger(String),
+    /// An integer that does not fit in an `i64` (the text of it).
     OutOfRange(String),
 }
 

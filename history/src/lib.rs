@@ -1,9 +1,15 @@
-//! Gauntlet's history: the op model of the v1 contract (`docs/history-format.md`),
-//! a fast streaming JSON Lines reader that checks the contract line by line,
-//! the compact in-memory form the checkers read, and the writer the recorder uses.
+//! Gauntlet's history: the op model of the v1.1 contract (`docs/history-format.md`),
+//! a fast streaming JSON Lines reader that checks the contract line by line (on
+//! several threads, [`ReadOptions`]), the reader of Jepsen's EDN histories
+//! ([`edn`]), the compact in-memory form the checkers read, the writer the
+//! recorder uses, and the seeded PRNG the workspace shares ([`rng`]).
 //!
 //! Reading never keeps whole ops: [`read_path`] pairs each completion with its
 //! invoke as it goes and keeps a few dozen bytes per message (see [`model`]).
+//!
+//! This crate depends on no other Gauntlet crate, and does no I/O beyond the
+//! file it reads or writes.
+#![warn(missing_docs)]
 pub mod edn;
 pub mod error;
 mod fast;

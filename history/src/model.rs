@@ -20,7 +20,9 @@ pub const NO_OFFSET: i64 = i64::MIN;
 /// How a send ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
+    /// Took effect: ended `ok` (a transaction's send: the transaction committed).
     Ok,
+    /// Did not take effect: ended `fail` (a transaction's send: the transaction aborted).
     Fail,
     /// Unknown: ended `info`, or never completed.
     Info,
@@ -33,18 +35,22 @@ pub enum Outcome {
 /// `fail` only if every attempt ended `fail`, else `info`.
 #[derive(Debug, Clone)]
 pub struct Send {
+    /// The value that names the message.
     pub value: i64,
     /// Op index of the (first attempt's) invoke (for a transaction's send: of the transaction's invoke).
     pub invoke: u64,
     /// Op index of the completion that decided the outcome (the first `ok` one), or [`NO_OP`].
     pub complete: u64,
+    /// Time of the (first attempt's) invoke, in nanoseconds.
     pub invoke_time: u64,
+    /// Time of the completion that decided the outcome, or 0 when there is none.
     pub complete_time: u64,
     /// Where the broker said it stored it, or [`NO_OFFSET`]: the first `ok`
     /// attempt's position; with no `ok` attempt, the position an `info`
     /// completion named (it counts only where a read proves the send written).
     /// A `fail`ed send keeps none.
     pub offset: i64,
+    /// The key, as an id of [`History::keys`].
     pub key: u32,
     /// Dense client id (see [`History::process_number`]).
     pub process: u32,
@@ -56,9 +62,13 @@ pub struct Send {
     pub position: u32,
     /// This send's place among all its producer's sends, in invoke order.
     pub seq: u32,
+    /// The partition, as an id of [`History::partitions`], or [`NONE`].
     pub partition: u32,
+    /// The broker message id, as an id of [`History::ids`], or [`NONE`].
     pub id: u32,
+    /// How it ended; a transaction's send takes the transaction's outcome.
     pub outcome: Outcome,
+    /// Sent inside a `txn`.
     pub in_txn: bool,
     /// How many times it was sent: 1, or more for a retried send (saturating).
     pub attempts: u8,
@@ -71,9 +81,13 @@ pub struct Send {
 /// transaction). Only messages with an offset or an id are kept.
 #[derive(Debug, Clone, Copy)]
 pub struct Observed {
+    /// The value read or sent.
     pub value: i64,
+    /// The offset, or [`NO_OFFSET`].
     pub offset: i64,
+    /// The partition, as an id of [`History::partitions`], or [`NONE`].
     pub partition: u32,
+    /// The broker message id, as an id of [`History::ids`], or [`NONE`].
     pub id: u32,
     /// The op that said so (its completion index).
     pub op: u64,
@@ -84,12 +98,17 @@ pub struct Observed {
 /// One message delivered by a poll.
 #[derive(Debug, Clone)]
 pub struct Delivery {
+    /// The value delivered.
     pub value: i64,
+    /// The offset, or [`NO_OFFSET`].
     pub offset: i64,
     /// Index into [`History::polls`].
     pub poll: u32,
+    /// The key, as an id of [`History::keys`].
     pub key: u32,
+    /// The partition, as an id of [`History::partitions`], or [`NONE`].
     pub partition: u32,
+    /// The broker message id, as an id of [`History::ids`], or [`NONE`].
     pub id: u32,
     /// Index into [`History::sends`], or [`NONE`] when no send of this value was invoked.
     pub send: u32,
@@ -100,13 +119,19 @@ pub struct Delivery {
 /// A successful poll (or the reads of a committed transaction).
 #[derive(Debug, Clone)]
 pub struct Poll {
+    /// Op index of the invoke.
     pub invoke: u64,
+    /// Op index of the completion.
     pub complete: u64,
+    /// Time of the completion, in nanoseconds.
     pub complete_time: u64,
+    /// The consumer: a dense client id.
     pub process: u32,
+    /// The group, as an id of [`History::groups`] (0: the default group).
     pub group: u32,
     /// Its deliveries are `deliveries[first..first + count]`.
     pub first: u32,
+    /// How many deliveries it has.
     pub count: u32,
 }
 
@@ -114,11 +139,15 @@ pub struct Poll {
 /// restart after it for the partitions it resets ([`History::resets_partition`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Reset {
+    /// Op index of the invoke (a reset counts from its invoke, whatever its outcome).
     pub index: u64,
+    /// The consumer: a dense client id.
     pub process: u32,
+    /// Which partitions it starts over.
     pub scope: ResetScope,
     /// Its named partitions are `reset_partitions[first..first + count]` (partition ids).
     pub first: u32,
+    /// How many partitions it names.
     pub count: u32,
 }
 
@@ -137,26 +166,34 @@ pub enum ResetScope {
 /// One transaction (`f: txn`), kept for the transaction checker only when the history has any.
 #[derive(Debug, Clone)]
 pub struct TxnRec {
+    /// Op index of the invoke.
     pub invoke: u64,
     /// Op index of the completion, or [`NO_OP`].
     pub complete: u64,
+    /// Time of the invoke, in nanoseconds.
     pub invoke_time: u64,
+    /// Time of the completion, or 0 when there is none.
     pub complete_time: u64,
     /// Dense client id.
     pub process: u32,
+    /// `Ok` committed, `Fail` aborted, `Info` unknown (or never completed).
     pub outcome: Outcome,
     /// Its micro-ops are `txn_mops[first..first + count]`, in the order the completion lists them.
     pub first: u32,
+    /// How many micro-ops it has.
     pub count: u32,
 }
 
 /// One message a transaction sent or read.
 #[derive(Debug, Clone, Copy)]
 pub struct TxnMop {
+    /// The value sent or read.
     pub value: i64,
     /// Offset as the completion gives it, or [`NO_OFFSET`].
     pub offset: i64,
+    /// The key, as an id of [`History::keys`].
     pub key: u32,
+    /// The partition, as an id of [`History::partitions`], or [`NONE`].
     pub partition: u32,
     /// A send (`true`) or a message polled (`false`).
     pub send: bool,
@@ -165,9 +202,13 @@ pub struct TxnMop {
 /// A fault event, kept for reports and timelines.
 #[derive(Debug, Clone)]
 pub struct NemesisEvent {
+    /// Op index.
     pub index: u64,
+    /// Time, in nanoseconds.
     pub time: u64,
+    /// The op's `type`.
     pub kind: OpType,
+    /// The fault's name (the op's `f`).
     pub f: String,
     /// The value as raw JSON text (may be empty).
     pub value: String,
@@ -199,6 +240,7 @@ fn pack(s: &str) -> Option<u128> {
 }
 
 impl Interner {
+    /// The id of `s`, interned now if it was not yet (ids count up from 0).
     #[inline]
     pub fn intern(&mut self, s: &str) -> u32 {
         let packed = pack(s);
@@ -217,18 +259,22 @@ impl Interner {
         };
         id
     }
+    /// The id of `s`, if it is interned.
     pub fn get(&self, s: &str) -> Option<u32> {
         match pack(s) {
             Some(k) => self.small.get(&k).copied(),
             None => self.ids.get(s).copied(),
         }
     }
+    /// The name of an id ("" for an id it never gave).
     pub fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map(|s| &**s).unwrap_or("")
     }
+    /// How many names are interned.
     pub fn len(&self) -> usize {
         self.names.len()
     }
+    /// Whether no name is interned.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -246,6 +292,7 @@ impl ValueIndex {
     /// Values below this always go to the table (4 bytes each at most).
     const DENSE_FLOOR: u64 = 1 << 16;
 
+    /// The index into `sends` of the send of `value`, if one was invoked.
     #[inline]
     pub fn get(&self, value: i64) -> Option<u32> {
         if let Some(&i) = usize::try_from(value).ok().and_then(|v| self.dense.get(v)) {
@@ -283,29 +330,46 @@ impl ValueIndex {
 /// Counts of what was read.
 #[derive(Debug, Default, Clone)]
 pub struct Counts {
+    /// Ops read, of every process (nemesis and harness included).
     pub ops: u64,
+    /// Ops of type `invoke`.
     pub invokes: u64,
+    /// Ops of type `ok`.
     pub oks: u64,
+    /// Ops of type `fail`.
     pub fails: u64,
+    /// Ops of type `info`.
     pub infos: u64,
+    /// `ack` ops that ended `ok`.
     pub acks: u64,
+    /// `commit` ops that ended `ok`.
     pub commits: u64,
+    /// Transactions that completed (of any type).
     pub txns: u64,
+    /// Transactions that committed (ended `ok`).
     pub txns_ok: u64,
     /// Client ops with an `f` this version does not know (kept out of the checks).
     pub unknown_f: u64,
+    /// Ops of the nemesis.
     pub nemesis_events: u64,
+    /// `time` of the first op.
     pub first_time: u64,
+    /// `time` of the last op.
     pub last_time: u64,
 }
 
 /// A whole history in checkable form.
 #[derive(Debug, Default, Clone)]
 pub struct History {
+    /// One per logical message (a retried send is one), in the order the reader met them.
     pub sends: Vec<Send>,
+    /// Every delivery, poll by poll ([`Poll::first`] and [`Poll::count`] slice it).
     pub deliveries: Vec<Delivery>,
+    /// The `ok` polls and the reads of committed transactions, in completion order.
     pub polls: Vec<Poll>,
+    /// The assign, subscribe and seek ops, in invoke order.
     pub resets: Vec<Reset>,
+    /// The nemesis's ops, in file order.
     pub nemesis: Vec<NemesisEvent>,
     /// Partition ids named by [`History::resets`].
     pub reset_partitions: Vec<u32>,
@@ -322,10 +386,13 @@ pub struct History {
     pub drain: Option<u64>,
     /// Op index of the `drained` phase marker.
     pub drained: Option<u64>,
+    /// The keys of messages, interned.
     pub keys: Interner,
     /// Group 0 is the default group (polls without `group`), named "".
     pub groups: Interner,
+    /// The topics named by messages and resets, interned.
     pub topics: Interner,
+    /// The broker message ids, interned.
     pub ids: Interner,
     /// Partition id -> (topic id or [`NONE`], partition number).
     pub partitions: Vec<(u32, i64)>,
@@ -335,6 +402,7 @@ pub struct History {
     process_ids: FxHashMap<u64, u32>,
     /// Value -> index into `sends`.
     pub send_of_value: ValueIndex,
+    /// Counts of what was read.
     pub counts: Counts,
     /// Things worth telling that did not stop the read (a cut-off last line).
     pub warnings: Vec<String>,
@@ -345,9 +413,11 @@ impl History {
     pub fn process_number(&self, id: u32) -> u64 {
         self.processes.get(id as usize).copied().unwrap_or(u64::MAX)
     }
+    /// The name of a group id ("" for the default group).
     pub fn group_name(&self, id: u32) -> &str {
         self.groups.name(id)
     }
+    /// The name of a key id ("" for [`NONE`]).
     pub fn key_name(&self, id: u32) -> &str {
         if id == NONE {
             ""
@@ -360,9 +430,11 @@ impl History {
         let &(t, p) = self.partitions.get(id as usize)?;
         Some(((t != NONE).then(|| self.topics.name(t)), p))
     }
+    /// The broker message id of an interned id; `None` for [`NONE`].
     pub fn id_name(&self, id: u32) -> Option<&str> {
         (id != NONE).then(|| self.ids.name(id))
     }
+    /// The send of `value`, if one was invoked.
     pub fn send_of(&self, value: i64) -> Option<&Send> {
         self.send_of_value
             .get(value)
@@ -439,6 +511,7 @@ fn u32_of(n: usize) -> u32 {
 }
 
 impl Builder {
+    /// An empty builder (group 0 is the default group).
     pub fn new() -> Self {
         let mut b = Builder::default();
         b.h.groups.intern("");

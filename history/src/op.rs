@@ -64,6 +64,7 @@ pub enum Process<'a> {
 /// How an op ended, or that it started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpType {
+    /// Started.
     Invoke,
     /// Definitely took effect.
     Ok,
@@ -74,6 +75,7 @@ pub enum OpType {
 }
 
 impl OpType {
+    /// The name as written in a history: `invoke`, `ok`, `fail` or `info`.
     pub fn as_str(self) -> &'static str {
         match self {
             OpType::Invoke => "invoke",
@@ -87,12 +89,19 @@ impl OpType {
 /// The function of an op.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum F<'a> {
+    /// `send`: a producer sends one message.
     Send,
+    /// `poll`: a consumer takes messages.
     Poll,
+    /// `ack`: a consumer acknowledges values.
     Ack,
+    /// `commit`: a consumer commits positions.
     Commit,
+    /// `txn`: a transaction of sends and polls.
     Txn,
+    /// `subscribe`: a consumer subscribes (a reset).
     Subscribe,
+    /// `assign`: a consumer is assigned partitions (a reset).
     Assign,
     /// Consumer moved its position (extension: resets order tracking like assign).
     Seek,
@@ -103,6 +112,7 @@ pub enum F<'a> {
 }
 
 impl F<'_> {
+    /// The name as written in a history.
     pub fn name(&self) -> &str {
         match self {
             F::Other(s) => s,
@@ -145,20 +155,26 @@ impl F<'_> {
 /// A message as sent or delivered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Msg<'a> {
+    /// The message's key; `None` where the line gives none.
     pub key: Option<Cow<'a, str>>,
+    /// The value: it names one logical message in the run.
     pub value: i64,
     /// Extension: the topic, stream or queue, where a history spans several.
     pub topic: Option<Cow<'a, str>>,
+    /// The partition, where the broker gives one.
     pub partition: Option<i64>,
+    /// The offset in the partition, where the broker gives one.
     pub offset: Option<i64>,
     /// A broker message id (string or integer in the file; kept as text).
     pub id: Option<Cow<'a, str>>,
+    /// The broker flagged this delivery as a redelivery (`"redelivered": true`).
     pub redelivered: bool,
 }
 
 /// One micro-op of a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MicroOp<'a> {
+    /// A send of one message (`{"f":"send","key","value"}`).
     Send(Msg<'a>),
     /// `messages` is empty in an invoke.
     Poll(Vec<Msg<'a>>),
@@ -167,8 +183,11 @@ pub enum MicroOp<'a> {
 /// A committed position.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position<'a> {
+    /// The topic (extension), where the history names one.
     pub topic: Option<Cow<'a, str>>,
+    /// The partition.
     pub partition: i64,
+    /// The offset committed.
     pub offset: i64,
 }
 
@@ -177,13 +196,17 @@ pub struct Position<'a> {
 pub enum Value<'a> {
     /// Absent or null.
     None,
+    /// A send's message: `{"key","value"}`, and its position on an `ok` completion.
     Send(Msg<'a>),
     /// A poll's delivered messages, in delivery order.
     Messages(Vec<Msg<'a>>),
     /// An ack's acknowledged values.
     Values(Vec<i64>),
+    /// A commit's positions: a list of `{"partition","offset"}`.
     Positions(Vec<Position<'a>>),
+    /// A transaction's micro-ops, in the order listed.
     Txn(Vec<MicroOp<'a>>),
+    /// A harness phase: `"drain"` or `"drained"`.
     Phase(Cow<'a, str>),
     /// Anything else (nemesis values, subscribe/assign), as raw JSON text.
     Raw(&'a str),
@@ -194,16 +217,24 @@ pub enum Value<'a> {
 /// One event of a history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Op<'a> {
+    /// `index`: strictly increasing down the file.
     pub index: u64,
+    /// `time`: nanoseconds since the run started; never decreases.
     pub time: u64,
+    /// `process`: who did it.
     pub process: Process<'a>,
+    /// `type`: `invoke`, `ok`, `fail` or `info`.
     pub kind: OpType,
+    /// `f`: what was done.
     pub f: F<'a>,
+    /// `group`: the consumer group of a `poll`, `ack` or `commit`; `None` is the default group.
     pub group: Option<Cow<'a, str>>,
     /// Extension: the logical producer of a send (several processes may share one
     /// producer client); `None` means the process itself.
     pub producer: Option<u64>,
+    /// `value`, read according to `f` and `type`.
     pub value: Value<'a>,
+    /// `error`: the error text of a `fail` or `info`.
     pub error: Option<Cow<'a, str>>,
 }
 
@@ -482,7 +513,7 @@ fn typed_value<'a>(
 /// Parses one line (without its newline) into an op.
 ///
 /// Lines in the exact layout of Gauntlet's writer take a fast path
-/// ([`crate::fast`]); every other line, and every error, the general one.
+/// (`history/src/fast.rs`); every other line, and every error, the general one.
 #[inline]
 pub fn parse_op(line: &[u8]) -> Result<Op<'_>, Problem> {
     match crate::fast::parse(line) {

@@ -9,9 +9,11 @@
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator whose sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -35,6 +37,7 @@ impl Rng {
     pub fn chance(&mut self, p: f64) -> bool {
         ((self.next_u64() >> 11) as f64) * (1.0 / (1u64 << 53) as f64) < p
     }
+    /// An item of `items`, uniformly chosen; panics when `items` is empty.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
@@ -50,7 +53,11 @@ mod tests {
         let mut r = Rng::new(0);
         assert_eq!(
             [r.next_u64(), r.next_u64(), r.next_u64()],
-            [0x95b1_6f87_c43b_de85, 0x5d89_faf7_885c_0810, 0x9b89_248d_3008_3767]
+            [
+                0x95b1_6f87_c43b_de85,
+                0x5d89_faf7_885c_0810,
+                0x9b89_248d_3008_3767
+            ]
         );
         let mut r = Rng::new(27);
         let picks: Vec<u64> = (0..5).map(|_| r.below(10)).collect();

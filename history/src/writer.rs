@@ -7,26 +7,36 @@ use std::time::Instant;
 /// Who an event is from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
+    /// A client, by process number: `"process": n`.
     Client(u64),
+    /// The fault injector: `"process": "nemesis"`.
     Nemesis,
+    /// The harness (phase markers): `"process": "harness"`.
     Harness,
 }
 
 /// One event to record; the writer stamps `index` and `time`.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// `process`: who did it.
     pub process: Actor,
+    /// `type`: `invoke`, `ok`, `fail` or `info`.
     pub kind: OpType,
+    /// `f`: the function (`send`, `poll`, ..., a fault's name, `phase`).
     pub f: String,
+    /// `group`: the consumer group of a `poll`, `ack` or `commit`; `None` is the default group.
     pub group: Option<String>,
     /// Extension: the logical producer of a send invoke, when several processes
     /// share one producer client (a pipelined producer). Absent: the process.
     pub producer: Option<u64>,
+    /// `value`, as JSON; `None` writes no `value`.
     pub value: Option<serde_json::Value>,
+    /// `error`: the error text of a `fail` or `info`.
     pub error: Option<String>,
 }
 
 impl Event {
+    /// An event with no `group`, `producer`, `value` or `error`.
     pub fn new(process: Actor, kind: OpType, f: impl Into<String>) -> Self {
         Event {
             process,
@@ -38,18 +48,22 @@ impl Event {
             error: None,
         }
     }
+    /// This event with `value` set.
     pub fn value(mut self, v: serde_json::Value) -> Self {
         self.value = Some(v);
         self
     }
+    /// This event with `group` set.
     pub fn group(mut self, g: impl Into<String>) -> Self {
         self.group = Some(g.into());
         self
     }
+    /// This event with `producer` set.
     pub fn producer(mut self, p: u64) -> Self {
         self.producer = Some(p);
         self
     }
+    /// This event with `error` set.
     pub fn error(mut self, e: impl Into<String>) -> Self {
         self.error = Some(e.into());
         self
@@ -75,6 +89,7 @@ impl HistoryWriter<std::fs::File> {
 }
 
 impl<W: Write> HistoryWriter<W> {
+    /// A writer that appends to `out`; its first event gets index 0, and its clock starts now.
     pub fn new(out: W) -> Self {
         HistoryWriter {
             out,
@@ -104,6 +119,7 @@ impl<W: Write> HistoryWriter<W> {
         Ok(index)
     }
 
+    /// Ends the writer and gives back its output.
     pub fn into_inner(self) -> W {
         self.out
     }
