@@ -4,10 +4,16 @@
 //! is the exact definition of each, and the tests follow it. Nothing here does
 //! I/O: checking a stored history never needs a broker or Docker.
 //!
-//! The delivery pass ([`delivery`]) builds an index of every group's first
-//! delivery of every send; the order ([`order`]), total-order ([`total`]) and
-//! offset ([`offsets`]) passes read it. Which guarantee each anomaly breaks is
-//! the table [`breaks`], not code spread over the checkers.
+//! The delivery pass (`delivery.rs`) builds an index of every group's first
+//! delivery of every send; the order (`order.rs`), total-order (`total.rs`) and
+//! offset (`offsets.rs`) passes read it. The transactional checker ([`txn`],
+//! `docs/txn.md`) builds the dependency graph and runs Jepsen's Kafka checks.
+//! Which guarantee each anomaly breaks is the table [`breaks`], not code spread
+//! over the checkers.
+//!
+//! The crate depends on `gauntlet-history` alone. It must not do I/O or depend
+//! on a broker, Docker or any other part of a run.
+#![warn(missing_docs)]
 mod delivery;
 mod found;
 mod offsets;

@@ -8,16 +8,25 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Guarantee {
+    /// `at-most-once`: no value delivered twice in a group, none stored twice.
     AtMostOnce,
+    /// `at-least-once`: no written message missing from a group.
     AtLeastOnce,
+    /// `exactly-once`: both of the above, and no `aborted-read`; with transactions, also no
+    /// `G0`, `G1b`, `G1c`, `G-single`, `G2` or `precommitted-read`.
     ExactlyOnce,
+    /// `producer-order`: no producer-order inversion.
     ProducerOrder,
+    /// `key-order`: no key-order inversion.
     KeyOrder,
+    /// `partition-order`: no partition went backwards.
     PartitionOrder,
+    /// `total-order`: no total-order pair.
     TotalOrder,
 }
 
 impl Guarantee {
+    /// The seven guarantees, in the order reports list them.
     pub const ALL: [Guarantee; 7] = [
         Guarantee::AtMostOnce,
         Guarantee::AtLeastOnce,
@@ -27,6 +36,7 @@ impl Guarantee {
         Guarantee::PartitionOrder,
         Guarantee::TotalOrder,
     ];
+    /// The guarantee's name in the verdict (`at-most-once`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Guarantee::AtMostOnce => "at-most-once",
@@ -65,13 +75,16 @@ impl FromStr for Guarantee {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    /// Nothing in the history breaks it.
     Holds,
     /// Not enough information (no drain, no offsets, nothing delivered).
     Unknown,
+    /// An anomaly that breaks it is present.
     Violated,
 }
 
 impl Status {
+    /// The status's name in the verdict: `holds`, `unknown` or `violated`.
     pub fn name(self) -> &'static str {
         match self {
             Status::Holds => "holds",
@@ -84,8 +97,11 @@ impl Status {
 /// The verdict's `valid`: `true`, `false` or `"unknown"`; the worst wins (true < unknown < false).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Validity {
+    /// `true`: every expected guarantee holds and no integrity anomaly is present.
     True,
+    /// `"unknown"`: an expected guarantee is unknown, and none is violated.
     Unknown,
+    /// `false`: an expected guarantee is violated, or an integrity anomaly is present.
     False,
 }
 
@@ -98,6 +114,7 @@ impl Validity {
             Validity::Unknown => 2,
         }
     }
+    /// The word for it in summaries: `valid`, `invalid` or `unknown`.
     pub fn name(self) -> &'static str {
         match self {
             Validity::True => "valid",
@@ -134,45 +151,86 @@ impl<'de> Deserialize<'de> for Validity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnomalyKind {
+    /// `lost`: a written message missing from a judged group, after a `drained` marker or
+    /// proven skipped by a higher offset delivered to the group.
     Lost,
+    /// `unseen`: a written message missing from some judged group, and not `lost`.
     Unseen,
+    /// `unexpected`: a value was delivered but no send of it was ever invoked.
     Unexpected,
+    /// `aborted-read`: a value was delivered whose send ended `fail` (for a transaction: aborted).
     AbortedRead,
+    /// `recovered`: a value was delivered whose send ended `info` (information, not an error).
     Recovered,
+    /// `duplicate-write`: the value was stored at two different broker positions.
     DuplicateWrite,
+    /// `redelivered`: one group received the same broker message more than once.
     Redelivered,
+    /// `gap`: a consumer skipped producer positions of a (producer, key) and the group had not
+    /// been given a written message among them.
     Gap,
+    /// `key-order`: keys whose messages a consumer received out of order.
     KeyOrder,
+    /// `producer-order`: producers whose messages a consumer received out of producer sequence.
     ProducerOrder,
+    /// `partition-order`: partitions where a consumer received an offset not above the last
+    /// one it had received there, with no reset between.
     PartitionOrder,
+    /// `total-order`: message pairs received in an order that contradicts the sends' realtime
+    /// order, or in opposite orders by two consumers of one group.
     TotalOrder,
+    /// `inconsistent-offsets`: positions that held two different values.
     InconsistentOffsets,
     // Transaction anomalies (extension): present in a verdict only when the history has `txn` ops.
+    /// `G0`: a cycle of ww edges (write cycle).
     #[serde(rename = "G0")]
     G0,
+    /// `G1b`: a committed transaction read part of another's writes to a partition and read past the rest.
     #[serde(rename = "G1b")]
     G1b,
+    /// `G1c`: a cycle of ww and wr edges with at least one wr.
     #[serde(rename = "G1c")]
     G1c,
+    /// `G-single`: a cycle of ww, wr and rw edges with exactly one rw.
     #[serde(rename = "G-single")]
     GSingle,
+    /// `G2`: a cycle of ww, wr and rw edges with two or more rw.
     #[serde(rename = "G2")]
     G2,
+    /// `G0-realtime`: as `G0`, with a process or realtime edge.
     #[serde(rename = "G0-realtime")]
     G0Realtime,
+    /// `G1c-realtime`: as `G1c`, with a process or realtime edge.
     #[serde(rename = "G1c-realtime")]
     G1cRealtime,
+    /// `G-single-realtime`: as `G-single`, with a process or realtime edge.
     #[serde(rename = "G-single-realtime")]
     GSingleRealtime,
+    /// `G2-realtime`: as `G2`, with a process or realtime edge.
     #[serde(rename = "G2-realtime")]
     G2Realtime,
+    /// `precommitted-read`: a transaction read a value it sent itself.
     PrecommittedRead,
+    /// `poll-skip`: an op's first read of a partition is more than one version after the same
+    /// process's last read of it.
     PollSkip,
+    /// `nonmonotonic-poll`: an op's first read of a partition is at or before the same process's
+    /// last read of it.
     NonmonotonicPoll,
+    /// `nonmonotonic-send`: an op's first send to a partition lands at or before the same
+    /// process's last send there.
     NonmonotonicSend,
+    /// `int-poll-skip`: within one op, two successive reads of one partition are more than one
+    /// version apart.
     IntPollSkip,
+    /// `int-nonmonotonic-poll`: within one op, a read of a partition is at or before the
+    /// previous read of it.
     IntNonmonotonicPoll,
+    /// `int-send-skip`: within one op, two successive sends to one partition are more than one
+    /// version apart.
     IntSendSkip,
+    /// `int-nonmonotonic-send`: within one op, a send lands at or before the previous send to
+    /// the same partition.
     IntNonmonotonicSend,
 }
 
@@ -208,6 +266,7 @@ impl AnomalyKind {
         AnomalyKind::IntSendSkip,
         AnomalyKind::IntNonmonotonicSend,
     ];
+    /// The thirteen anomaly types of the contract, in the order reports list them.
     pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::Lost,
         AnomalyKind::Unseen,
@@ -223,6 +282,7 @@ impl AnomalyKind {
         AnomalyKind::TotalOrder,
         AnomalyKind::InconsistentOffsets,
     ];
+    /// The anomaly's name in the verdict (`lost`, `G-single`, `poll-skip`, ...).
     pub fn name(self) -> &'static str {
         match self {
             AnomalyKind::Lost => "lost",
@@ -308,6 +368,7 @@ impl fmt::Display for AnomalyKind {
 /// One anomaly type's findings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Anomaly {
+    /// How many: distinct values for message anomalies, else the unit of [`AnomalyKind::unit`].
     pub count: u64,
     /// At most `max_examples`, each naming the ops (by `index`) that prove it.
     pub examples: Vec<serde_json::Value>,
@@ -319,20 +380,31 @@ pub struct Anomaly {
 /// Figures about the history.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Ops in the history, of every process.
     pub ops: u64,
+    /// Logical messages sent (a retried send is one).
     pub sends: u64,
+    /// Messages whose send ended `ok`.
     pub sends_ok: u64,
+    /// Messages whose send ended `fail`.
     pub sends_fail: u64,
+    /// Messages whose send ended `info` or never completed.
     pub sends_info: u64,
     /// Messages delivered, counting every delivery.
     pub delivered: u64,
     /// Distinct values delivered to any group.
     pub delivered_distinct: u64,
+    /// Polls that ended `ok`, and reads of committed transactions.
     pub polls: u64,
+    /// Groups judged: those with an `ok` poll (or a committed reading transaction), or the default group.
     pub groups: u64,
+    /// Distinct keys.
     pub keys: u64,
+    /// Distinct client processes.
     pub clients: u64,
+    /// Ops of the nemesis.
     pub nemesis_events: u64,
+    /// The history has a `drained` marker.
     pub drained: bool,
     /// Nanoseconds from the first op to the last.
     pub duration_ns: u64,
@@ -344,19 +416,28 @@ pub struct Stats {
     pub sends_ok_per_s: f64,
 }
 
+/// Percentiles of a latency, in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
+    /// The median.
     pub p50: u64,
+    /// The 99th percentile.
     pub p99: u64,
+    /// The largest.
     pub max: u64,
 }
 
 /// The verdict of one history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// `true`, `false` or `"unknown"`, judged against [`Verdict::expected`] and the integrity anomalies.
     pub valid: Validity,
+    /// The status of all seven guarantees, claimed or not.
     pub guarantees: BTreeMap<Guarantee, Status>,
+    /// Every anomaly type of the contract with its count (0 when none), and the transaction
+    /// anomalies where the history has them.
     pub anomalies: BTreeMap<AnomalyKind, Anomaly>,
+    /// Figures about the history.
     pub stats: Stats,
     /// Extension: the guarantees `valid` was judged against.
     #[serde(default)]
@@ -385,7 +466,9 @@ pub enum IncompleteReason {
 /// The verdict's `incomplete` extension: why, and what happened, in words.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incomplete {
+    /// Why.
     pub reason: IncompleteReason,
+    /// What happened, in words.
     pub detail: String,
 }
 
@@ -419,9 +502,11 @@ impl Verdict {
         self.incomplete = Some(incomplete);
     }
 
+    /// The count of one anomaly type (0 when the verdict lacks it).
     pub fn count(&self, kind: AnomalyKind) -> u64 {
         self.anomalies.get(&kind).map_or(0, |a| a.count)
     }
+    /// The status of one guarantee (`unknown` when the verdict lacks it).
     pub fn status(&self, g: Guarantee) -> Status {
         self.guarantees.get(&g).copied().unwrap_or(Status::Unknown)
     }

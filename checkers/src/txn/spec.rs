@@ -14,13 +14,17 @@ pub const RW: u8 = 4;
 pub const PROCESS: u8 = 8;
 /// T1 completed before T2 was invoked.
 pub const REALTIME: u8 = 16;
+/// The data edges: ww, wr and rw.
 pub const DATA: u8 = WW | WR | RW;
+/// The order edges: process and realtime.
 pub const ORDER: u8 = PROCESS | REALTIME;
+/// Every edge kind.
 pub const ALL: u8 = DATA | ORDER;
 
 /// Edge kinds in the order explanations prefer them.
 pub const KINDS: [u8; 5] = [WW, WR, RW, PROCESS, REALTIME];
 
+/// The name of one edge kind as examples write it (`ww`, `wr`, `rw`, `process`, `realtime`; `?` for anything else).
 pub fn kind_name(k: u8) -> &'static str {
     match k {
         WW => "ww",
@@ -35,6 +39,7 @@ pub fn kind_name(k: u8) -> &'static str {
 /// One anomaly class.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
+    /// The anomaly a cycle of this class is counted as.
     pub kind: AnomalyKind,
     /// Edge kinds the cycle may use.
     pub allowed: u8,
