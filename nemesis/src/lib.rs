@@ -20,7 +20,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
-    #[error("unknown fault `{0}` (expected kill-consumer[:before-ack|:after-ack], kill-broker[:ROLE], restart-broker[:mid-batch|:ROLE], pause[:ROLE], partition[:halves|:ring|:bridge|:ROLE] (ROLE: leader, group-coordinator, txn-coordinator), ack-loss, partition-one-way, client-partition, latency[:MS], jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole, netem[:MS])")]
+    #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles})", syntax = faults::SYNTAX.join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "))]
     UnknownFault(String),
     #[error("{fault} is not supported here: {why}")]
     Unsupported { fault: String, why: String },

@@ -1,0 +1,119 @@
+//! Faults on broker nodes and the roles they can be aimed at: `kill-broker`,
+//! `restart-broker[:mid-batch]`, `pause`, and `<fault>:<role>`.
+use super::{failed, FaultKind};
+use crate::{Cluster, NemesisError};
+use serde_json::{json, Value};
+use std::fmt;
+
+/// The node faults that can target a role ([`FaultKind::OnRole`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeFault {
+    Kill,
+    Restart,
+    Pause,
+    /// Isolate the node in the role from every other node.
+    Isolate,
+}
+
+impl NodeFault {
+    pub const ALL: [NodeFault; 4] = [
+        NodeFault::Kill,
+        NodeFault::Restart,
+        NodeFault::Pause,
+        NodeFault::Isolate,
+    ];
+
+    /// The same fault on a node named by the schedule.
+    pub fn on_node(self) -> FaultKind {
+        match self {
+            NodeFault::Kill => FaultKind::KillBroker,
+            NodeFault::Restart => FaultKind::RestartBroker { mid_batch: false },
+            NodeFault::Pause => FaultKind::Pause,
+            NodeFault::Isolate => FaultKind::Partition,
+        }
+    }
+}
+
+/// A role in the cluster the broker can name a node for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The node that leads the workload's data: the quorum queue's leader (RabbitMQ),
+    /// the stream's leader (NATS JetStream), the primary (Redis).
+    Leader,
+    /// The coordinator of the workload's consumer group (Kafka's FindCoordinator, key type 0).
+    GroupCoordinator,
+    /// The coordinator of the workload's first transactional id (FindCoordinator, key type 1).
+    TxnCoordinator,
+    /// The node that stores the brokers' data where that is a node of its own
+    /// (the PostgreSQL of a tansu cluster): not a broker, never drawn at random.
+    Storage,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [
+        Role::Leader,
+        Role::GroupCoordinator,
+        Role::TxnCoordinator,
+        Role::Storage,
+    ];
+
+    /// The name after the fault's, as in `kill-broker:group-coordinator`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::GroupCoordinator => "group-coordinator",
+            Role::TxnCoordinator => "txn-coordinator",
+            Role::Storage => "storage",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The node the broker names for `role` (the cluster waits out an election in progress).
+pub async fn find_role(
+    cluster: &dyn Cluster,
+    kind: FaultKind,
+    role: Role,
+) -> Result<String, NemesisError> {
+    cluster.leader(role).await?.ok_or_else(|| {
+        failed(
+            kind,
+            &role.to_string(),
+            "the broker names no node for it now",
+        )
+    })
+}
+
+/// `<node fault>:<role>`, e.g. `restart-broker:txn-coordinator`: the node fault is
+/// named as on a node (`kill-broker`, `restart-broker`, `pause`, `partition`).
+pub(super) fn on_role(s: &str) -> Option<(NodeFault, Role)> {
+    let (fault, role) = s.rsplit_once(':')?;
+    let f = NodeFault::ALL
+        .into_iter()
+        .find(|f| f.on_node().to_string() == fault)?;
+    let r = Role::ALL.into_iter().find(|r| r.name() == role)?;
+    Some((f, r))
+}
+
+/// `netem[:MS]`: delays what `target` sends by `delay_ms` (refused as unsupported
+/// where the kernel has no `sch_netem`).
+pub(super) async fn netem(
+    cluster: &dyn Cluster,
+    kind: FaultKind,
+    target: &str,
+    delay_ms: u32,
+) -> Result<Value, NemesisError> {
+    let cmd = crate::net::delay_script(delay_ms);
+    match cluster.add_delay(target, delay_ms).await {
+        Ok(()) => Ok(json!({"node": target, "netem": format!("delay {delay_ms}ms")})),
+        Err(e) => Err(NemesisError::Unsupported {
+            fault: kind.to_string(),
+            why: format!("`{cmd}` failed in {target} (no sch_netem in this kernel?): {e}"),
+        }),
+    }
+}
