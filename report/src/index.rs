@@ -19,6 +19,7 @@ pub const MAX_RUNS: usize = 2000;
 /// One run folder found under the results folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunEntry {
+    /// The scenario folder's name (the run folder's own name for a run directly under the root).
     pub scenario: String,
     /// The run folder's name (its timestamp), or "" for a run folder directly under the root.
     pub timestamp: String,
@@ -28,6 +29,7 @@ pub struct RunEntry {
     pub verdict: Option<String>,
     /// Anomaly types with a count above zero.
     pub anomalies: Vec<(String, u64)>,
+    /// Which of [`RUN_FILES`] the run folder holds, in that order.
     pub files: Vec<&'static str>,
 }
 

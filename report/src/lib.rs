@@ -12,6 +12,13 @@
 //!
 //! [`write_run_reports`] writes `report.html` and `junit.xml` into a run folder;
 //! [`rerender_run`] rebuilds them from the folder's history and verdict.
+//! [`nemesis`] pairs fault starts and ends for the timeline; [`scenario`] reads
+//! what the report shows of a run's `scenario.toml`.
+//!
+//! Of Gauntlet's crates it depends on `gauntlet-history` and `gauntlet-checkers`
+//! only. It never talks to a broker or Docker: everything it shows comes from a
+//! history, a verdict and the files of a run folder.
+#![warn(missing_docs)]
 pub mod escape;
 pub mod html;
 pub mod index;
@@ -37,20 +44,28 @@ pub fn verdict_json(v: &Verdict) -> String {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
+    /// A file could not be written, or read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The run folder's history could not be read.
     #[error(transparent)]
     History(#[from] HistoryError),
+    /// The run folder's `verdict.json` is not a verdict of the contract.
     #[error("{path}: not a verdict of the v1.1 contract: {source}")]
     Verdict {
+        /// The file.
         path: PathBuf,
+        /// What the JSON parser said.
         #[source]
         source: serde_json::Error,
     },
+    /// The run folder has no `history.jsonl`.
     #[error("{0}: no history.jsonl in this run folder")]
     NoHistory(PathBuf),
 }
@@ -109,6 +124,7 @@ pub fn write_run_reports(
 /// What [`rerender_run`] did.
 #[derive(Debug, Clone)]
 pub struct Rerendered {
+    /// The verdict the reports show: the stored one, or the one computed again.
     pub verdict: Verdict,
     /// The verdict was computed again (no verdict.json, or asked to), and verdict.json written.
     pub rechecked: bool,

@@ -34,21 +34,28 @@ use gauntlet_history::OpType;
 /// One fault, from the op that started it to the op that ended it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interval {
+    /// The fault's name (the `f` of the op that started it).
     pub f: String,
     /// The node, nodes or process the fault was aimed at ("" when none is named).
     pub target: String,
+    /// Time of the op that started it, in nanoseconds.
     pub start_time: u64,
+    /// Op index of the op that started it.
     pub start_index: u64,
     /// `None`: never ended (shaded to the end of the history).
     pub end_time: Option<u64>,
+    /// Op index of the op that ended it (`None`: never ended).
     pub end_index: Option<u64>,
+    /// The `f` of the op that ended it (`None`: never ended).
     pub end_f: Option<String>,
 }
 
 /// The fault intervals and the instant events (indices into the event list).
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
+    /// The faults that lasted, in the order they started.
     pub intervals: Vec<Interval>,
+    /// The events that neither started nor ended a fault, as indices into the event list.
     pub instants: Vec<usize>,
 }
 

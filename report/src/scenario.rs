@@ -49,22 +49,28 @@ pub const ORDERING_FIGURES: [SeedFigure; 3] = [
 /// One row of the seed documents' cost tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeedFigure {
+    /// The mode's name as the document writes it.
     pub mode: &'static str,
     /// Relative (delivery) or absolute (ordering) throughput as the document writes it.
     pub throughput: &'static str,
+    /// The p99 latency as the document writes it ("" where it quotes none).
     pub p99: &'static str,
 }
 
 /// What the report found in a scenario file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScenarioInfo {
+    /// `name`, as written.
     pub name: Option<String>,
+    /// The broker (`broker`, or `[broker] kind`), as written.
     pub broker: Option<String>,
     /// As written in the file.
     pub delivery_raw: Option<String>,
     /// One of [`DELIVERY_FIGURES`]' modes, when the written mode maps to one.
     pub delivery: Option<&'static str>,
+    /// The ordering as written in the file.
     pub ordering_raw: Option<String>,
+    /// One of [`ORDERING_FIGURES`]' modes, when the written ordering maps to one.
     pub ordering: Option<&'static str>,
 }
 

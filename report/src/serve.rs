@@ -16,8 +16,11 @@ const MAX_HEAD: usize = 16 << 10;
 /// Why a path is not served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
+    /// 400: the path is not `/...`, or not valid percent-encoded UTF-8.
     BadRequest,
+    /// 403: the path has `..`, `.`, `:`, a backslash or NUL, or leads outside the folder.
     Forbidden,
+    /// 404: no such file.
     NotFound,
 }
 
