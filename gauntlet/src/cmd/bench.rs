@@ -34,15 +34,22 @@ const TARGET_READ_SPEEDUP_2: f64 = 1.7;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// `run`: broker workload throughput and latency, recorder on and off (see `gauntlet bench run --help`).
+    /// What to measure; without one, `history` (its flags may then follow `bench` directly).
     #[command(subcommand)]
     pub sub: Option<BenchSub>,
+    #[command(flatten)]
+    pub history: HistoryBench,
+}
+
+/// `gauntlet bench history`: reading and checking generated histories.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryBench {
     /// History sizes in ops, comma-separated (`1M`, `10M`, `500k` work too).
     #[arg(long, value_delimiter = ',', default_value = "1M,10M", value_parser = parse_size)]
     pub ops: Vec<u64>,
-    /// Directory for the generated histories.
-    #[arg(long, default_value = "results/bench")]
-    pub dir: PathBuf,
+    /// Where the generated histories go.
+    #[arg(long, alias = "dir", default_value = "results/bench")]
+    pub results: PathBuf,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -58,9 +65,8 @@ pub struct BenchArgs {
     /// Measure in this process instead of a child (peaks then include earlier sizes).
     #[arg(long)]
     pub in_process: bool,
-    /// Instead: generate a strict serializable transactional history of this
-    /// many transactions (`gauntlet_testkit::txn_gen`) and time its check.
-    #[arg(long, value_parser = parse_size)]
+    /// Older spelling of `gauntlet bench txn N`.
+    #[arg(long, hide = true, value_parser = parse_size)]
     pub txn: Option<u64>,
     /// Reading threads to measure each size with, comma-separated (default: 1 and
     /// the reader's default, at least 2). The first is the base of the speedups.
@@ -87,9 +93,36 @@ pub struct BenchArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchSub {
+    /// Reading and checking generated histories with injected anomalies: ops/s,
+    /// peak memory, bytes per op, the reading speedup on more threads, and
+    /// whether the verdict found exactly what was injected (the default).
+    History(HistoryBench),
+    /// A strict serializable transactional history of N transactions
+    /// (`gauntlet_testkit::txn_gen`): generation, and the time and memory of its check.
+    Txn(TxnBench),
     /// Each broker's workload throughput and p50/p99 send latency with the recorder
     /// writing the history and discarding it, and the time to the first op.
     Run(super::bench_run::BenchRunArgs),
+}
+
+/// `gauntlet bench txn`.
+#[derive(Debug, Clone, Args)]
+pub struct TxnBench {
+    /// Transactions (`1M`, `500k` work too).
+    #[arg(default_value = "1M", value_parser = parse_size)]
+    pub size: u64,
+    /// Where the generated history goes.
+    #[arg(long, default_value = "results/bench")]
+    pub results: PathBuf,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Reuse a history generated before with the same size and seed.
+    #[arg(long)]
+    pub reuse: bool,
+    /// Measure in this process instead of a child.
+    #[arg(long)]
+    pub in_process: bool,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -268,9 +301,15 @@ fn mib(b: f64) -> f64 {
 }
 
 pub fn run(args: BenchArgs) -> Result<i32> {
-    if let Some(BenchSub::Run(r)) = args.sub {
-        return super::bench_run::run(r);
+    match args.sub {
+        Some(BenchSub::Run(r)) => super::bench_run::run(r),
+        Some(BenchSub::Txn(t)) => run_txn(&t),
+        Some(BenchSub::History(h)) => run_history(h),
+        None => run_history(args.history),
     }
+}
+
+fn run_history(args: HistoryBench) -> Result<i32> {
     if let Some(path) = &args.measure {
         let m = measure(
             path,
@@ -281,11 +320,17 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         println!("{m}");
         return Ok(0);
     }
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("creating {}", args.dir.display()))?;
-    if let Some(n) = args.txn {
-        return run_txn(&args, n);
+    if let Some(size) = args.txn {
+        return run_txn(&TxnBench {
+            size,
+            results: args.results.clone(),
+            seed: args.seed,
+            reuse: args.reuse,
+            in_process: args.in_process,
+        });
     }
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
     let threads = if args.read_threads.is_empty() {
         vec![1, ReadOptions::default().threads.max(2)]
     } else {
@@ -302,8 +347,8 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             args.mode, args.groups, args.seed
         )
         .to_ascii_lowercase();
-        let path = args.dir.join(format!("{stem}.jsonl"));
-        let sidecar = args.dir.join(format!("{stem}.expected.json"));
+        let path = args.results.join(format!("{stem}.jsonl"));
+        let sidecar = args.results.join(format!("{stem}.expected.json"));
         let expected: Value = match std::fs::read(&sidecar) {
             Ok(b) if args.reuse && path.exists() => serde_json::from_slice(&b)
                 .with_context(|| format!("reading {}", sidecar.display()))?,
@@ -334,7 +379,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
                 if t == 1 { "" } else { "s" },
                 path.display()
             );
-            let verdict_path = args.dir.join(format!("{stem}.verdict-{t}t.json"));
+            let verdict_path = args.results.join(format!("{stem}.verdict-{t}t.json"));
             let m = measure_child(&path, args.in_process, Some(t), false, Some(&verdict_path))?;
             let verdict = std::fs::read(&verdict_path)
                 .with_context(|| format!("reading {}", verdict_path.display()))?;
@@ -560,14 +605,19 @@ fn measure_child(
 }
 
 /// `gauntlet bench --txn N`: the transaction checker on N transactions.
-fn run_txn(args: &BenchArgs, n: u64) -> Result<i32> {
+fn run_txn(args: &TxnBench) -> Result<i32> {
     use gauntlet_testkit::txn_gen::{generate_txns, TxnGenConfig};
+    let n = args.size;
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
     let cfg = TxnGenConfig {
         seed: args.seed,
         txns: n,
         ..TxnGenConfig::default()
     };
-    let path = args.dir.join(format!("bench-txn-{n}-s{}.jsonl", args.seed));
+    let path = args
+        .results
+        .join(format!("bench-txn-{n}-s{}.jsonl", args.seed));
     if !(args.reuse && path.exists()) {
         eprintln!("bench: generating {} ...", path.display());
         let t = Instant::now();

@@ -23,18 +23,18 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
-    /// How long to fuzz.
-    #[arg(long, default_value_t = 60)]
-    pub seconds: u64,
+    /// How long to fuzz, e.g. 60s, 10m (plain numbers are seconds).
+    #[arg(long, alias = "seconds", default_value = "60s", value_parser = super::duration)]
+    pub time: Duration,
     /// Seed of the mutations (the run is deterministic in it, except for timing).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Where failures, hangs and the slowest input are saved.
-    #[arg(long, default_value = "results/fuzz")]
-    pub out: PathBuf,
+    #[arg(long, alias = "out", default_value = "results/fuzz")]
+    pub results: PathBuf,
     /// An input running longer than this is reported as a hang.
-    #[arg(long, default_value_t = 10)]
-    pub hang_secs: u64,
+    #[arg(long, alias = "hang-secs", default_value = "10s", value_parser = super::duration)]
+    pub hang: Duration,
     /// Extra seed histories (JSON Lines files).
     pub files: Vec<PathBuf>,
 }
@@ -127,8 +127,8 @@ fn peak_rss() -> u64 {
 }
 
 pub fn run(args: FuzzArgs) -> Result<i32> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
     let mut corpus = seed_corpus(args.seed);
     for f in &args.files {
         corpus.push(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
@@ -155,8 +155,8 @@ pub fn run(args: FuzzArgs) -> Result<i32> {
     let clock = Instant::now();
     let watchdog = {
         let (current, started_ns, done) = (current.clone(), started_ns.clone(), done.clone());
-        let out = args.out.clone();
-        let hang = Duration::from_secs(args.hang_secs.max(1));
+        let out = args.results.clone();
+        let hang = args.hang.max(Duration::from_secs(1));
         std::thread::spawn(move || {
             let mut reported = 0u64;
             while !done.load(Ordering::Relaxed) {
@@ -180,7 +180,7 @@ pub fn run(args: FuzzArgs) -> Result<i32> {
     };
 
     let mut rng = Rng::new(args.seed ^ 0xFA22);
-    let deadline = Duration::from_secs(args.seconds);
+    let deadline = args.time;
     let t0 = Instant::now();
     let (mut execs, mut read_ok, mut read_err, mut failures) = (0u64, 0u64, 0u64, 0u64);
     let mut bytes_total = 0u64;
@@ -207,7 +207,7 @@ pub fn run(args: FuzzArgs) -> Result<i32> {
         bytes_total += input.len() as u64;
         if took_cpu > slowest.0 {
             slowest = (took_cpu, input.len());
-            let _ = std::fs::write(args.out.join("slowest.jsonl"), &input);
+            let _ = std::fs::write(args.results.join("slowest.jsonl"), &input);
         }
         let failure = match outcome {
             Ok(Ok(true)) => {
@@ -236,7 +236,7 @@ pub fn run(args: FuzzArgs) -> Result<i32> {
         };
         if let Some((why, input)) = failure {
             failures += 1;
-            let path = args.out.join(format!("failure-{failures}.jsonl"));
+            let path = args.results.join(format!("failure-{failures}.jsonl"));
             let _ = std::fs::write(&path, &input);
             eprintln!(
                 "fuzz: FAILURE {failures}: {why} ({} bytes, saved to {})",
@@ -272,7 +272,7 @@ pub fn run(args: FuzzArgs) -> Result<i32> {
         "  slowest input: {:.2} ms of CPU, {} bytes (saved to {}); longest wall time of one input {:.2} ms",
         slowest.0.as_secs_f64() * 1e3,
         slowest.1,
-        args.out.join("slowest.jsonl").display(),
+        args.results.join("slowest.jsonl").display(),
         slowest_wall.as_secs_f64() * 1e3
     );
     println!(

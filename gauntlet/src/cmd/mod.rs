@@ -25,6 +25,11 @@ where
     PossibleValuesParser::new(names).try_map(|s| s.parse::<T>().map_err(|e| e.to_string()))
 }
 
+/// A duration as scenarios write them: `30s`, `2m`, `500ms`, or plain seconds.
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+    gauntlet_harness::run::parse_duration(s).map_err(|e| e.to_string())
+}
+
 /// The names of every broker.
 pub fn brokers() -> [&'static str; 5] {
     gauntlet_harness::broker::BrokerKind::ALL.map(|b| b.name())
