@@ -8,18 +8,24 @@ use std::time::Duration;
 /// comment why each `Fail` is definite.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome<T> {
+    /// Definitely took effect, with what it returned.
     Ok(T),
+    /// Definitely did not take effect, with the error text.
     Fail(String),
+    /// Unknown (a timeout, a lost connection), with the error text.
     Info(String),
 }
 
 /// Where the broker says it stored a message.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stored {
+    /// The partition, where the broker gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<i64>,
+    /// The offset in the partition, where the broker gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
+    /// The broker's message id, where it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
 }
@@ -27,10 +33,14 @@ pub struct Stored {
 /// A message a consumer received.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Received {
+    /// The message's key.
     pub key: String,
+    /// The message's value.
     pub value: i64,
+    /// Where the broker stored it, as far as it says.
     #[serde(flatten)]
     pub stored: Stored,
+    /// The broker flagged it as a redelivery.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redelivered: bool,
     /// What the driver needs to acknowledge it (a delivery tag, a stream id...); not recorded.
@@ -43,26 +53,46 @@ pub struct Received {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
+    /// The client could not connect.
     #[error("{broker}: cannot connect to {addr}: {reason}")]
     Connect {
+        /// The broker's name.
         broker: &'static str,
+        /// The address it tried (host:port).
         addr: String,
+        /// What the client said.
         reason: String,
     },
+    /// Declaring queues, streams, topics or groups failed.
     #[error("{broker}: setup failed: {reason}")]
     Setup {
+        /// The broker's name.
         broker: &'static str,
+        /// What failed.
         reason: String,
     },
+    /// The broker does not support a setting or an operation.
     #[error("{broker} does not support {what}")]
-    Unsupported { broker: &'static str, what: String },
+    Unsupported {
+        /// The broker's name.
+        broker: &'static str,
+        /// What it does not support.
+        what: String,
+    },
+    /// A message body is not what [`body`] writes.
     #[error("bad message body {body:?}: {reason}")]
-    BadBody { body: String, reason: String },
+    BadBody {
+        /// The body (its first 200 characters).
+        body: String,
+        /// What the JSON parser said.
+        reason: String,
+    },
 }
 
 /// Sends messages.
 #[async_trait]
 pub trait Producer: Send {
+    /// Sends one message and waits until the broker says how the send ended.
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored>;
     /// Hands the message to the client and returns at once, with a future that says
     /// how the send ended: several sends in flight on one client, in the order they
@@ -92,10 +122,13 @@ pub trait Consumer: Send {
 /// A broker as the workloads see it: connection details and delivery settings inside.
 #[async_trait]
 pub trait Driver: Send + Sync {
+    /// The broker's name, as [`driver_for`](crate::driver_for) takes it (`redis`, `kafka`, ...).
     fn name(&self) -> &'static str;
     /// Declares queues, streams, topics and groups (idempotent).
     async fn setup(&self, groups: &[String]) -> Result<(), ClientError>;
+    /// A producer client for history process `process` (a driver may use the number to pick a node).
     async fn producer(&self, process: u64) -> Result<Box<dyn Producer>, ClientError>;
+    /// A consumer client of `group` for history process `process`.
     async fn consumer(&self, group: &str, process: u64) -> Result<Box<dyn Consumer>, ClientError>;
 }
 

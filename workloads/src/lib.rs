@@ -1,7 +1,17 @@
 //! Gauntlet's workloads: broker drivers behind one client trait ([`client`]),
 //! delivery settings as configuration ([`settings`]), the recorder that writes
 //! the history as the run goes ([`recorder`]), and the workloads themselves
-//! ([`queue`]). Nothing here knows about containers: a driver gets addresses.
+//! ([`queue`]; [`log`] and [`txn`] for the Kafka protocol). Nothing here knows
+//! about containers: a driver gets addresses.
+//!
+//! A consumer worker's side is here too: the arguments the harness starts it
+//! with ([`worker_call`]) and the points where it can be made to stall for the
+//! nemesis ([`stall`]).
+//!
+//! Of Gauntlet's crates it depends on `gauntlet-history` only. It must not
+//! depend on containers, Docker or the harness: whoever runs a workload starts
+//! the brokers and hands it their `host:port` addresses.
+#![warn(missing_docs)]
 pub mod client;
 pub mod drivers;
 pub mod log;

@@ -65,6 +65,7 @@ pub enum Membership {
 }
 
 impl Membership {
+    /// Every membership: `subscribe` (the default), then `assign`.
     pub const ALL: [Membership; 2] = [Membership::Subscribe, Membership::Assign];
 
     /// The name in scenarios and on the command line.
@@ -102,6 +103,7 @@ impl std::str::FromStr for Membership {
 pub struct LogConfig {
     /// Partitions of the topic.
     pub partitions: i32,
+    /// How consumers get their partitions.
     pub membership: Membership,
 }
 
@@ -131,14 +133,19 @@ fn setup_err(what: &str, e: impl std::fmt::Display) -> ClientError {
 /// The producer side, behind [`Driver`] so that the queue workload's paced
 /// producer loop (`queue::run_producers`) drives it.
 pub struct LogDriver {
+    /// The bootstrap servers: every node's host:port, comma-separated.
     pub bootstrap: String,
+    /// The delivery settings.
     pub settings: Resolved,
+    /// Partitions of the topic.
     pub partitions: i32,
     /// Replication factor of the topic: min(3, nodes).
     pub replication: i32,
 }
 
 impl LogDriver {
+    /// Refuses settings this workload cannot honour (transactions, an unknown `acks`,
+    /// idempotence without `acks = "all"`, no partition), before anything connects.
     pub fn new(addrs: &[String], settings: Resolved, cfg: &LogConfig) -> Result<Self, ClientError> {
         if settings.transactions {
             return Err(ClientError::Unsupported {
@@ -324,9 +331,13 @@ impl ConsumerContext for Ctx {
 /// One message as the log workload records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogMsg {
+    /// The message's key.
     pub key: String,
+    /// The message's value.
     pub value: i64,
+    /// The partition it was read from.
     pub partition: i32,
+    /// Its offset in the partition.
     pub offset: i64,
 }
 
@@ -357,14 +368,21 @@ fn positions_json(p: &[(i32, i64)]) -> Value {
 /// How a log worker runs.
 #[derive(Debug, Clone)]
 pub struct LogWorker {
+    /// The bootstrap servers: every node's host:port, comma-separated.
     pub bootstrap: String,
+    /// The consumer group.
     pub group: String,
+    /// How it gets its partitions.
     pub membership: Membership,
     /// This worker's slot and the number of slots (for `assign`).
     pub slot: usize,
+    /// The number of slots: the group's consumer workers.
     pub slots: usize,
+    /// Messages a poll takes at most.
     pub batch: usize,
+    /// How long a poll waits for its first message.
     pub wait: Duration,
+    /// Processing time per message.
     pub processing: Duration,
     /// The final drain: assign every partition at the committed offsets, read to the end, exit.
     pub drain: bool,

@@ -19,8 +19,11 @@ pub use gauntlet_history::rng::Rng;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct QueueConfig {
+    /// Producers, each with its own client.
     pub producers: usize,
+    /// Consumer worker processes per group.
     pub consumers: usize,
+    /// Distinct keys the producers send to (`k0`, `k1`, ...).
     pub keys: usize,
     /// Messages per poll at most.
     pub batch: usize,
@@ -288,13 +291,18 @@ async fn pipelined_producer(
 /// One event a worker reports to the harness, which stamps index, time and process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireEvent {
+    /// `type`: `invoke`, `ok`, `fail` or `info`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// `f`: what was done (`poll`, `ack`, `commit`, ...).
     pub f: String,
+    /// `group`: the consumer group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// `value`, as the history will hold it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    /// `error`: the error text of a `fail` or `info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -324,10 +332,15 @@ impl WireEvent {
 /// How a consumer worker runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConsumerConfig {
+    /// The consumer group.
     pub group: String,
+    /// Messages per poll at most.
     pub batch: usize,
+    /// How long a poll waits for messages.
     pub wait: Duration,
+    /// Simulated processing time per message.
     pub processing: Duration,
+    /// When the consumer acknowledges (or commits), relative to processing.
     pub ack_point: AckPoint,
     /// Exit after this many polls in a row brought nothing (the final drain); `None`: run until killed.
     pub drain_after_empty: Option<u32>,

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 pub struct WriteFailure {
     /// The sink's error, as text.
     pub error: String,
+    /// The sink's error kind.
     pub kind: io::ErrorKind,
     /// The index of the last event written whole; `None` when none was.
     pub last_index: Option<u64>,
@@ -70,13 +71,18 @@ pub struct Recorder {
 /// Live counts of client completions, for progress display.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counts {
+    /// Client ops recorded (invokes and completions).
     pub ops: u64,
+    /// Client completions `ok`.
     pub ok: u64,
+    /// Client completions `fail`.
     pub fail: u64,
+    /// Client completions `info`.
     pub info: u64,
 }
 
 impl Recorder {
+    /// A recorder that writes the history to `path` (created, or truncated).
     pub fn create(path: &Path) -> io::Result<Recorder> {
         Ok(Recorder::with_sink(Box::new(std::fs::File::create(path)?)))
     }
@@ -214,6 +220,7 @@ impl Recorder {
         )
     }
 
+    /// The client ops recorded so far.
     pub fn counts(&self) -> Counts {
         Counts {
             ops: self.ops.load(Ordering::Relaxed),

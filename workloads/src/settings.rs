@@ -8,13 +8,18 @@
 //! | exactly-once | idempotent plus transactions where the broker has them | read committed |
 use serde::{Deserialize, Serialize};
 
+/// A delivery mode: the preset the settings start from (the table above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
+    /// No confirms (`acks=0`), no retries; auto-ack, or commit before processing.
     AtMostOnce,
+    /// Confirms (`acks=all`), retries; manual ack, commit after processing.
     #[default]
     AtLeastOnce,
+    /// As at-least-once, plus idempotence and deduplication ids.
     Idempotent,
+    /// Idempotent, plus transactions where the broker has them; read committed.
     ExactlyOnce,
 }
 
@@ -62,7 +67,9 @@ impl std::str::FromStr for Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AckPoint {
+    /// Acknowledge (or commit) first, then process: a crash in between loses the message.
     BeforeProcessing,
+    /// Process first, then acknowledge (or commit): a crash in between redelivers it.
     AfterProcessing,
 }
 
@@ -70,16 +77,21 @@ pub enum AckPoint {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct Delivery {
+    /// The preset the unset fields come from.
     pub mode: Mode,
     /// The producer waits for the broker's confirmation (publisher confirms, PubAck, acks >= 1).
     pub confirms: Option<bool>,
     /// Kafka `acks`: "0", "1" or "all".
     pub acks: Option<String>,
+    /// How many more times the producer tries a send that failed or ended unknown (Kafka `retries`).
     pub retries: Option<u32>,
+    /// The idempotent producer (Kafka `enable.idempotence`).
     pub idempotence: Option<bool>,
+    /// Requests in flight per connection (Kafka `max.in.flight.requests.per.connection`).
     pub max_in_flight: Option<u32>,
     /// The consumer acknowledges each message itself (false: the broker auto-acks on delivery).
     pub manual_ack: Option<bool>,
+    /// When the consumer acknowledges (or commits), relative to processing.
     pub ack_point: Option<AckPoint>,
     /// RabbitMQ queue type: "classic", "quorum" or "stream".
     pub queue_type: Option<String>,
@@ -101,23 +113,39 @@ pub struct Delivery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Resolved {
+    /// The mode the settings started from.
     pub mode: Mode,
+    /// The producer waits for the broker's confirmation (publisher confirms, PubAck, acks >= 1).
     pub confirms: bool,
+    /// Kafka `acks`: "0", "1" or "all".
     pub acks: String,
+    /// How many more times the producer tries a send that failed or ended unknown.
     pub retries: u32,
+    /// The idempotent producer (Kafka `enable.idempotence`).
     pub idempotence: bool,
+    /// Requests in flight per connection (Kafka `max.in.flight.requests.per.connection`).
     pub max_in_flight: u32,
+    /// The consumer acknowledges each message itself (false: the broker auto-acks on delivery).
     pub manual_ack: bool,
+    /// When the consumer acknowledges (or commits), relative to processing.
     pub ack_point: AckPoint,
+    /// RabbitMQ queue type: "classic", "quorum" or "stream".
     pub queue_type: String,
+    /// Durable queues and persistent messages.
     pub durable: bool,
+    /// Broker-side deduplication ids (NATS Msg-Id, SQS MessageDeduplicationId).
     pub dedup: bool,
+    /// Transactions with read-committed consumers (Kafka).
     pub transactions: bool,
+    /// Persistent messages (RabbitMQ delivery mode 2).
     pub persistent: bool,
+    /// Seconds a received, unacknowledged message stays invisible before it is
+    /// delivered again (SQS VisibilityTimeout).
     pub visibility_timeout: u64,
 }
 
 impl Delivery {
+    /// Every setting decided: each unset field takes the value of `mode`'s preset.
     pub fn resolve(&self) -> Resolved {
         let safe = self.mode != Mode::AtMostOnce;
         let idem = matches!(self.mode, Mode::Idempotent | Mode::ExactlyOnce);

@@ -20,6 +20,7 @@ pub enum StallPoint {
 }
 
 impl StallPoint {
+    /// Both points: `before-ack`, then `after-ack`.
     pub const ALL: [StallPoint; 2] = [StallPoint::BeforeAck, StallPoint::AfterAck];
 
     /// `before-ack` or `after-ack`, as in the fault's name.
@@ -54,6 +55,7 @@ impl StallPoint {
 pub struct Stall(AtomicU8);
 
 impl Stall {
+    /// A stall armed with no point.
     pub fn new() -> Self {
         Stall::default()
     }

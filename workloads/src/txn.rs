@@ -29,8 +29,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The input topic the seeder sends to and the transformers read.
 pub const INPUT: &str = "gauntlet-txn-in";
+/// The output topic the transformers send to and the final drain reads.
 pub const OUTPUT: &str = "gauntlet-txn-out";
+/// The consumer group of the transformers (the final drain has its own, `gauntlet-txn-drain`).
 pub const GROUP: &str = "gauntlet-txn";
 
 /// The transactional id of transformer `id`.
@@ -42,7 +45,9 @@ const OP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The workload's settings.
 #[derive(Debug, Clone)]
 pub struct TxnConfig {
+    /// Transformers: each a read_committed consumer with a transactional producer.
     pub transformers: u32,
+    /// Partitions of each topic.
     pub partitions: i32,
     /// Inputs sent per second.
     pub rate: u32,
@@ -52,6 +57,7 @@ pub struct TxnConfig {
     pub abort_rate: f64,
     /// Transactions whose client is destroyed before commit (a producer crash mid-transaction).
     pub crash_rate: f64,
+    /// Seeds each transformer's PRNG (its aborts and crashes).
     pub seed: u64,
     /// How long the final drain waits for the end of the output topic.
     pub drain_patience: Duration,
@@ -75,10 +81,15 @@ impl Default for TxnConfig {
 /// Counts for the progress line and the run outcome.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TxnSummary {
+    /// Seeder sends that ended `ok`.
     pub sends: u64,
+    /// Transactions committed.
     pub committed: u64,
+    /// Transactions aborted.
     pub aborted: u64,
+    /// Transactions whose outcome is unknown.
     pub unknown: u64,
+    /// Outputs the final drain read.
     pub drained: u64,
 }
 

@@ -11,12 +11,15 @@ pub struct WorkerCall {
     pub broker: String,
     /// `host:port` of each node's client port.
     pub addrs: Vec<String>,
+    /// The consumer group.
     pub group: String,
     /// The worker's process number in the history.
     pub process: u64,
     /// The scenario's `[delivery]` table.
     pub delivery: Delivery,
+    /// Messages per poll at most.
     pub batch: usize,
+    /// Simulated processing time per message, in milliseconds.
     pub processing_ms: u64,
     /// The final drain: take over everything pending, exit after a few empty polls.
     pub drain: bool,
@@ -27,9 +30,11 @@ pub struct WorkerCall {
 /// A log-workload consumer's membership and slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogSlot {
+    /// How the worker gets its partitions.
     pub membership: Membership,
     /// With `assign`: this worker takes the partitions `p` with `p % slots == slot`.
     pub slot: usize,
+    /// The number of slots: the group's consumer workers.
     pub slots: usize,
 }
 

@@ -39,11 +39,16 @@ pub const DRAIN_PATIENCE: Duration = Duration::from_secs(30);
 /// How long librdkafka tries to deliver a message before it reports a timeout.
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The Kafka protocol driver.
 pub struct Kafka {
+    /// The bootstrap servers: every node's host:port, comma-separated.
     pub bootstrap: String,
+    /// The delivery settings.
     pub settings: Resolved,
     /// Replication factor of the topic: min(3, nodes).
     pub replication: i32,
+    /// A drain driver: its consumers assign themselves every partition at the group's
+    /// committed offsets and read to the high watermarks (see the module docs).
     pub drain: bool,
 }
 

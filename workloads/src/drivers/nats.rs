@@ -30,8 +30,11 @@ pub const ACK_WAIT: Duration = Duration::from_secs(5);
 /// How long a publish or an ack waits for the server's answer.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The NATS JetStream driver.
 pub struct Nats {
+    /// One `nats://host:port` URL per node.
     pub urls: Vec<String>,
+    /// The delivery settings.
     pub settings: Resolved,
     /// Stream replicas: min(3, nodes).
     pub replicas: usize,
@@ -40,6 +43,8 @@ pub struct Nats {
 }
 
 impl Nats {
+    /// A driver for the nodes at `addrs` (host:port); a `drain` driver waits for
+    /// unacknowledged messages to come back.
     pub fn new(addrs: &[String], settings: Resolved, drain: bool) -> Self {
         Nats {
             urls: addrs.iter().map(|a| format!("nats://{a}")).collect(),

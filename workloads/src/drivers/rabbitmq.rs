@@ -16,6 +16,7 @@ use std::time::Duration;
 
 const EXCHANGE: &str = "gauntlet";
 
+/// The RabbitMQ driver.
 pub struct RabbitMq {
     /// One AMQP URI per node. A client's home node is `process % nodes`, so the
     /// clients are spread over the cluster and a fault on any node's link hits some
@@ -24,10 +25,12 @@ pub struct RabbitMq {
     pub uris: Vec<String>,
     /// Where this client connects first (an index into `uris`).
     home: usize,
+    /// The delivery settings.
     pub settings: Resolved,
 }
 
 impl RabbitMq {
+    /// A driver for the nodes at `addrs` (host:port), as user `guest` on the default vhost.
     pub fn new(addrs: &[String], settings: Resolved) -> Self {
         RabbitMq {
             uris: addrs

@@ -11,14 +11,18 @@ const STREAM: &str = "gauntlet";
 /// How long a pending message must sit idle before another consumer claims it.
 pub const CLAIM_IDLE: Duration = Duration::from_secs(5);
 
+/// The Redis Streams driver.
 pub struct Redis {
+    /// The `redis://host:port/` URL of the node.
     pub url: String,
+    /// The delivery settings.
     pub settings: Resolved,
     /// Claim idle time; 0 for drain consumers, which take over everything pending.
     pub claim_idle: Duration,
 }
 
 impl Redis {
+    /// A driver for the node at `addr` (host:port), claiming after [`CLAIM_IDLE`].
     pub fn new(addr: &str, settings: Resolved) -> Self {
         Redis {
             url: format!("redis://{addr}/"),

@@ -28,15 +28,21 @@ use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use aws_sdk_sqs::Client;
 use std::time::{Duration, Instant};
 
+/// The SQS driver.
 pub struct Sqs {
+    /// The `http://host:port` endpoint of the server.
     pub endpoint: String,
+    /// The delivery settings.
     pub settings: Resolved,
+    /// A drain driver: while the queue reports messages in flight, its polls keep waiting
+    /// (see the module docs).
     pub drain: bool,
     /// FIFO queues (when `dedup` is set).
     fifo: bool,
 }
 
 impl Sqs {
+    /// A driver for the server at `addr` (host:port); refuses transactions, which SQS does not have.
     pub fn new(addr: &str, settings: Resolved, drain: bool) -> Result<Self, ClientError> {
         if settings.transactions {
             return Err(ClientError::Unsupported {
