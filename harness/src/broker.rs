@@ -134,8 +134,11 @@ pub struct Capabilities {
     pub replicated: bool,
     /// Kafka-style transactions (EndTxn) are offered.
     pub transactions: bool,
-    /// Nodes can be killed, stopped, started, paused and unpaused.
+    /// Nodes can be killed, stopped and started.
     pub process_faults: bool,
+    /// Every process of a node can be frozen and thawed (a backend may kill
+    /// without being able to pause: see docs/backends.md).
+    pub pause: bool,
     /// Commands can be run inside a node with NET_ADMIN (iptables, tc).
     pub net_admin_exec: bool,
 }

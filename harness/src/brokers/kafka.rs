@@ -143,6 +143,7 @@ impl Recipe for Tansu {
                 replicated: false,
                 transactions: true,
                 process_faults: true,
+                pause: true,
                 net_admin_exec: true,
             },
             // apache/kafka or Redpanda (kafka_official.rs).

@@ -84,6 +84,7 @@ pub fn capabilities() -> Capabilities {
         replicated: true,
         transactions: true,
         process_faults: true,
+        pause: true,
         net_admin_exec: false,
     }
 }

@@ -35,6 +35,7 @@ impl Recipe for Nats {
             replicated: true,
             transactions: false,
             process_faults: true,
+            pause: true,
             net_admin_exec: true,
         }
     }

@@ -58,6 +58,7 @@ impl Recipe for RabbitMq {
             replicated: true,
             transactions: false,
             process_faults: true,
+            pause: true,
             net_admin_exec: true,
         }
     }

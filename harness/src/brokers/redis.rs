@@ -29,6 +29,7 @@ impl Recipe for Redis {
             replicated: true,
             transactions: false,
             process_faults: true,
+            pause: true,
             net_admin_exec: true,
         }
     }

@@ -28,6 +28,7 @@ impl Recipe for Moto {
             replicated: false,
             transactions: false,
             process_faults: true,
+            pause: true,
             net_admin_exec: true,
         }
     }

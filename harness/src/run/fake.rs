@@ -44,6 +44,7 @@ impl FakeDeployment {
                 replicated: true,
                 transactions: false,
                 process_faults: true,
+                pause: true,
                 net_admin_exec: true,
             },
             state: Mutex::new(state),

@@ -111,6 +111,9 @@ fn able(needs: Needs, deployment: &dyn Deployment) -> Result<(), String> {
     if needs.process_faults && !caps.process_faults {
         return Err("the deployment does not offer process faults".into());
     }
+    if needs.pause && !caps.pause {
+        return Err("the deployment cannot pause nodes".into());
+    }
     match needs.role {
         Some(Role::Storage) if deployment.storage_node().is_none() => Err(format!(
             "the {broker} deployment has no storage node (its brokers keep their own data)"

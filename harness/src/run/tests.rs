@@ -40,7 +40,10 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
     let two = FakeDeployment::new(BrokerKind::Redis, 2);
     let no_exec = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.net_admin_exec = false);
     let no_proc = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.process_faults = false);
-    let cases: [(&FakeDeployment, &str, &str); 8] = [
+    let no_pause = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.pause = false);
+    let cases: [(&FakeDeployment, &str, &str); 10] = [
+        (&no_pause, "pause", "cannot pause nodes"),
+        (&no_pause, "pause:leader", "cannot pause nodes"),
         (
             &one,
             "partition",
@@ -70,6 +73,11 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
     let kafka = FakeDeployment::new(BrokerKind::Kafka, 3);
     let got = refusal(&scenario("kafka", &["kill-broker:leader"]), &kafka);
     assert!(got.contains("kafka cannot tell which node leads"), "{got}");
+    // A deployment that cannot pause still kills.
+    assert_eq!(
+        refusal(&scenario("redis", &["kill-broker:leader"]), &no_pause),
+        ""
+    );
     // The same faults on a deployment that can do them are accepted.
     let able = FakeDeployment::new(BrokerKind::Redis, 3).with_storage();
     for fault in [

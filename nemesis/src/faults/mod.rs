@@ -80,6 +80,8 @@ pub struct Needs {
     pub nodes: usize,
     /// Kill, start, pause and unpause of nodes.
     pub process_faults: bool,
+    /// Freezing and thawing nodes.
+    pub pause: bool,
     /// Commands with NET_ADMIN inside the nodes: the tool the fault runs
     /// (`iptables` or `tc`).
     pub net_admin: Option<&'static str>,
@@ -102,7 +104,11 @@ impl FaultKind {
         };
         match self {
             FaultKind::KillConsumer(_) | FaultKind::Link(_) => Needs::default(),
-            FaultKind::KillBroker | FaultKind::RestartBroker { .. } | FaultKind::Pause => process,
+            FaultKind::KillBroker | FaultKind::RestartBroker { .. } => process,
+            FaultKind::Pause => Needs {
+                pause: true,
+                ..process
+            },
             FaultKind::Partition => iptables(2),
             FaultKind::PartitionShape(_) => iptables(3),
             FaultKind::Netem { .. } => Needs {
@@ -333,6 +339,7 @@ mod tests {
         assert_eq!(n("kill-consumer:before-ack"), Needs::default());
         assert_eq!(n("ack-loss"), Needs::default());
         assert!(n("kill-broker").process_faults && n("pause").process_faults);
+        assert!(n("pause").pause && n("pause:leader").pause && !n("kill-broker").pause);
         assert_eq!(
             (n("partition").nodes, n("partition").net_admin),
             (2, Some("iptables"))
