@@ -8,6 +8,10 @@
 //!
 //! All of them are deterministic in their seed, through the workspace's one PRNG,
 //! [`Rng`] (`gauntlet_history::rng`, re-exported here).
+//!
+//! Only tests, `gauntlet bench` and `gauntlet fuzz` use this crate. Production
+//! code (the reader, the checkers, the reports, a run) must never depend on it.
+#![warn(missing_docs)]
 pub mod mutator;
 pub mod queue_gen;
 pub mod txn_gen;

@@ -61,17 +61,28 @@ pub enum Injection {
     /// process) gets the last `count` messages again, same identities (flagged
     /// `redelivered` in the queue modes). redelivered `count`, nothing else: not a
     /// duplicate, not a loss, not partition-order (a new consumer).
-    RedeliverAfterCrash { count: u32 },
+    RedeliverAfterCrash {
+        /// How many of the last messages come again.
+        count: u32,
+    },
     /// The same consumer gets the last `count` messages again, after an `assign`
     /// when `reset`. redelivered `count`; partition-order 1 in [`Mode::Offsets`]
     /// without `reset`.
-    RedeliverSameConsumer { count: u32, reset: bool },
+    RedeliverSameConsumer {
+        /// How many of the last messages come again.
+        count: u32,
+        /// An `assign` before they come again.
+        reset: bool,
+    },
     /// The target consumer receives two adjacent messages of one producer and key
-    /// swapped (m[i+1] before m[i]; m[i] completed before m[i+1] was invoked), with a
+    /// swapped (`m[i+1]` before `m[i]`; `m[i]` completed before `m[i+1]` was invoked), with a
     /// `seek` between the two polls when `seek` ([`Mode::Offsets`] only). gap 1 (the
-    /// jump over m[i]), key-order 1, producer-order 1, total-order 1 pair;
+    /// jump over `m[i]`), key-order 1, producer-order 1, total-order 1 pair;
     /// partition-order 1 in [`Mode::Offsets`] without `seek`.
-    Reorder { seek: bool },
+    Reorder {
+        /// A `seek` between the two polls.
+        seek: bool,
+    },
     /// The target consumer skips one message of a key, which a second consumer of the
     /// group receives afterwards. gap 1, nothing else.
     Gap,
@@ -87,7 +98,7 @@ pub enum Injection {
     /// the next offset. inconsistent-offsets 1 ([`Mode::Offsets`], [`Mode::Ids`]);
     /// nothing in [`Mode::Bare`].
     InconsistentOffset,
-    /// Near miss: the target consumer skips m[1] while a concurrent poll of a second
+    /// Near miss: the target consumer skips `m[1]` while a concurrent poll of a second
     /// consumer (invoked before the first one's poll completed) gets it. Nothing: a
     /// message given to the group by a poll invoked before m's poll completed is not
     /// jumped over.
@@ -97,7 +108,10 @@ pub enum Injection {
     /// target group receive both, in opposite orders (the second one's receipts are
     /// redeliveries). total-order 1 pair (rule (b), or rule (a) at the second consumer
     /// when `realtime`, not both) and redelivered 2.
-    TotalOrderCross { realtime: bool },
+    TotalOrderCross {
+        /// The first send completed before the second was invoked (else they are concurrent).
+        realtime: bool,
+    },
     /// Two producers send one key, the first completed before the second was invoked
     /// (different partitions); the target consumer receives the second first.
     /// key-order 1 and total-order 1; not producer-order (two producers), not a gap.
@@ -148,19 +162,24 @@ impl Injection {
 /// The shape of a generated history.
 #[derive(Debug, Clone)]
 pub struct GenConfig {
+    /// Seeds the generator: the same seed and configuration give the same history.
     pub seed: u64,
     /// Background ops to generate before the drain (the history is a little longer:
     /// injections, completions of pending ops, the drain).
     pub ops: u64,
+    /// Producers of the background.
     pub producers: u32,
     /// Consumers per group.
     pub consumers: u32,
+    /// Consumer groups.
     pub groups: u32,
     /// When true, group 0 is the default group (polls without `group`).
     pub default_group: bool,
+    /// Keys of the background.
     pub keys: u32,
     /// Partitions of the background ([`Mode::Offsets`] only).
     pub partitions: u32,
+    /// How deliveries name broker messages.
     pub mode: Mode,
     /// Messages per poll: 1..=max_batch.
     pub max_batch: u32,
@@ -180,6 +199,7 @@ pub struct GenConfig {
     pub rebalance_rate: f64,
     /// Write the `drained` marker at the end (without it, losses are `unseen`).
     pub drained: bool,
+    /// The anomalies to inject, each once, at a random point of the background.
     pub injections: Vec<Injection>,
 }
 
@@ -212,18 +232,31 @@ impl Default for GenConfig {
 /// What the checker must find in a generated history (`docs/checkers.md` counts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Expected {
+    /// `lost`.
     pub lost: u64,
+    /// `unseen`.
     pub unseen: u64,
+    /// `unexpected`.
     pub unexpected: u64,
+    /// `aborted-read`.
     pub aborted_read: u64,
+    /// `recovered`.
     pub recovered: u64,
+    /// `duplicate-write`.
     pub duplicate_write: u64,
+    /// `redelivered`.
     pub redelivered: u64,
+    /// `gap`.
     pub gap: u64,
+    /// `key-order`.
     pub key_order: u64,
+    /// `producer-order`.
     pub producer_order: u64,
+    /// `partition-order`.
     pub partition_order: u64,
+    /// `total-order`.
     pub total_order: u64,
+    /// `inconsistent-offsets`.
     pub inconsistent_offsets: u64,
     /// Lines written.
     pub ops: u64,
@@ -231,8 +264,11 @@ pub struct Expected {
     pub deliveries: u64,
     /// Whether some delivery carries an offset.
     pub offsets: bool,
+    /// The history has the `drained` marker.
     pub drained: bool,
+    /// Logical messages sent (the verdict's `stats.sends`).
     pub sends: u64,
+    /// Messages whose send ended `ok` (a committed transaction's sends among them).
     pub sends_ok: u64,
 }
 

@@ -18,7 +18,9 @@ use std::io::{self, Write};
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct TxnGenConfig {
+    /// Seeds the generator: the same seed and configuration give the same history.
     pub seed: u64,
+    /// Transactions to generate.
     pub txns: u64,
     /// Concurrent processes.
     pub processes: u32,
@@ -26,7 +28,9 @@ pub struct TxnGenConfig {
     pub partitions: u32,
     /// Sends per transaction: 0 ..= this.
     pub max_sends: u32,
+    /// Probability that a transaction aborts (ends `fail`).
     pub fail_rate: f64,
+    /// Probability that a transaction that does not abort ends `info`.
     pub info_rate: f64,
 }
 
@@ -47,12 +51,17 @@ impl Default for TxnGenConfig {
 /// What was generated.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TxnGenSummary {
+    /// Lines written.
     pub ops: u64,
+    /// Transactions completed (every one completes).
     pub txns: u64,
+    /// Transactions committed (ended `ok`).
     pub committed: u64,
     /// The next free op index, process number and value (for appending more ops).
     pub next_index: u64,
+    /// The next free process number.
     pub next_process: u64,
+    /// The next free value.
     pub next_value: i64,
 }
 
