@@ -1,47 +1,20 @@
 //! What each broker needs to run as a cluster: its recipe, as data, free of any
 //! container runtime. A deployment backend (Docker today) turns a recipe into nodes.
-use crate::error::HarnessError;
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-/// The brokers Gauntlet can deploy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BrokerKind {
-    RabbitMq,
-    Nats,
-    Redis,
-    /// A Kafka-protocol broker (tansu in the local image).
-    Kafka,
-    /// An SQS-compatible server (moto in the local image).
-    Sqs,
+pub use gauntlet_workloads::broker::{BrokerKind, UnknownBroker};
+
+/// What the harness knows of each broker: its recipe and its local image.
+pub trait BrokerExt {
+    /// The recipe that deploys this broker.
+    fn recipe(self) -> &'static dyn Recipe;
+    /// The local image Gauntlet builds for this broker: `gauntlet/<broker>:<version>`.
+    fn default_image(self) -> String;
 }
 
-impl BrokerKind {
-    /// Every broker, in a stable order.
-    pub const ALL: [BrokerKind; 5] = [
-        BrokerKind::RabbitMq,
-        BrokerKind::Nats,
-        BrokerKind::Redis,
-        BrokerKind::Kafka,
-        BrokerKind::Sqs,
-    ];
-
-    /// The name used on the command line, in labels and in image names.
-    pub fn name(self) -> &'static str {
-        match self {
-            BrokerKind::RabbitMq => "rabbitmq",
-            BrokerKind::Nats => "nats",
-            BrokerKind::Redis => "redis",
-            BrokerKind::Kafka => "kafka",
-            BrokerKind::Sqs => "sqs",
-        }
-    }
-
-    /// The recipe that deploys this broker.
-    pub fn recipe(self) -> &'static dyn Recipe {
+impl BrokerExt for BrokerKind {
+    fn recipe(self) -> &'static dyn Recipe {
         match self {
             BrokerKind::RabbitMq => &crate::brokers::rabbitmq::RabbitMq,
             BrokerKind::Nats => &crate::brokers::nats::Nats,
@@ -51,36 +24,8 @@ impl BrokerKind {
         }
     }
 
-    /// The local image Gauntlet builds for this broker: `gauntlet/<broker>:<version>`.
-    pub fn default_image(self) -> String {
+    fn default_image(self) -> String {
         format!("gauntlet/{}:{}", self.name(), self.recipe().version())
-    }
-}
-
-impl fmt::Display for BrokerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for BrokerKind {
-    type Err = HarnessError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "rabbitmq" | "rabbit" => Ok(BrokerKind::RabbitMq),
-            "nats" | "jetstream" => Ok(BrokerKind::Nats),
-            "redis" => Ok(BrokerKind::Redis),
-            "kafka" | "tansu" => Ok(BrokerKind::Kafka),
-            "sqs" | "moto" => Ok(BrokerKind::Sqs),
-            _ => Err(HarnessError::UnknownBroker(s.to_string())),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for BrokerKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        BrokerKind::from_str(&s).map_err(serde::de::Error::custom)
     }
 }
 

@@ -13,8 +13,8 @@ pub enum HarnessError {
         #[source]
         source: bollard::errors::Error,
     },
-    #[error("unknown broker {0:?} (known: rabbitmq, nats, redis, kafka, sqs)")]
-    UnknownBroker(String),
+    #[error(transparent)]
+    UnknownBroker(#[from] gauntlet_workloads::broker::UnknownBroker),
     #[error("broker {broker} supports at most {max} node(s), {asked} asked")]
     TooManyNodes {
         broker: String,

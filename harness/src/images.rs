@@ -5,6 +5,7 @@
 //! Every image carries the label `gauntlet.recipe=<hash of its recipe>`; an image
 //! whose label matches is reused, so a second build with everything present only
 //! inspects images and takes a second or two.
+use crate::broker::BrokerExt;
 use crate::broker::BrokerKind;
 use crate::error::{docker_err, io_err, HarnessError, Result};
 use bollard::query_parameters::CreateImageOptions;

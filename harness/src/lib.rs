@@ -75,6 +75,7 @@ impl fmt::Display for RunId {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::BrokerExt;
 
     #[test]
     fn run_ids_are_unique_and_docker_safe() {

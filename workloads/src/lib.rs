@@ -12,6 +12,7 @@
 //! depend on containers, Docker or the harness: whoever runs a workload starts
 //! the brokers and hands it their `host:port` addresses.
 #![warn(missing_docs)]
+pub mod broker;
 pub mod client;
 pub mod drivers;
 pub mod log;
@@ -22,38 +23,35 @@ pub mod stall;
 pub mod txn;
 pub mod worker_call;
 
+pub use broker::BrokerKind;
 pub use client::{ClientError, Consumer, Driver, Outcome, Producer, Received, Stored};
 pub use recorder::Recorder;
 pub use settings::{AckPoint, Delivery, Mode, Resolved};
 
 use std::sync::Arc;
 
-/// The driver for a broker by name, talking to `addrs` (host:port of each node's client port).
+/// The driver for a broker, talking to `addrs` (host:port of each node's client port).
 /// A `drain` driver takes over everything other consumers left unacknowledged at once.
 pub fn driver_for(
-    broker: &str,
+    broker: BrokerKind,
     addrs: &[String],
     settings: Resolved,
     drain: bool,
 ) -> Result<Arc<dyn Driver>, ClientError> {
     let first = addrs.first().cloned().unwrap_or_default();
     match broker {
-        "redis" => {
+        BrokerKind::Redis => {
             let mut d = drivers::redis::Redis::new(&first, settings);
             if drain {
                 d.claim_idle = std::time::Duration::ZERO;
             }
             Ok(Arc::new(d))
         }
-        "rabbitmq" => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(addrs, settings))),
-        "nats" => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
-        "kafka" => Ok(Arc::new(drivers::kafka::Kafka::new(
+        BrokerKind::RabbitMq => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(addrs, settings))),
+        BrokerKind::Nats => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
+        BrokerKind::Kafka => Ok(Arc::new(drivers::kafka::Kafka::new(
             addrs, settings, drain,
         )?)),
-        "sqs" => Ok(Arc::new(drivers::sqs::Sqs::new(&first, settings, drain)?)),
-        other => Err(ClientError::Unsupported {
-            broker: "gauntlet",
-            what: format!("a queue workload driver for `{other}` (yet)"),
-        }),
+        BrokerKind::Sqs => Ok(Arc::new(drivers::sqs::Sqs::new(&first, settings, drain)?)),
     }
 }

@@ -1,14 +1,15 @@
 //! How the harness starts a consumer worker process (`gauntlet worker ...`): one
 //! struct that the harness turns into arguments ([`WorkerCall::to_args`]) and the
 //! worker's command line parses back, so the two cannot drift apart.
+use crate::broker::BrokerKind;
 use crate::log::Membership;
 use crate::settings::Delivery;
 
 /// The arguments of one worker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerCall {
-    /// The broker's name (`redis`, `kafka`, ...), as `driver_for` takes it.
-    pub broker: String,
+    /// The broker whose driver the worker uses.
+    pub broker: BrokerKind,
     /// `host:port` of each node's client port.
     pub addrs: Vec<String>,
     /// The consumer group.
@@ -44,7 +45,7 @@ impl WorkerCall {
         let mut a: Vec<String> = vec![
             "worker".into(),
             "--broker".into(),
-            self.broker.clone(),
+            self.broker.name().to_string(),
             "--addrs".into(),
             self.addrs.join(","),
             "--group".into(),

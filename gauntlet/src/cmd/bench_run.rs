@@ -16,7 +16,7 @@
 //! [`Recorder::discarding`]: gauntlet_workloads::Recorder::discarding
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use gauntlet_harness::broker::{BrokerKind, Flavour};
+use gauntlet_harness::broker::{BrokerExt, BrokerKind, Flavour};
 use gauntlet_harness::run::{run_with, RunOptions, Scenario};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! `gauntlet images ...`: build and list local broker images (no registry needed).
 use anyhow::Context;
 use clap::Subcommand;
+use gauntlet_harness::broker::BrokerExt;
 use gauntlet_harness::images::{self, BuildOptions, StderrProgress};
 use gauntlet_harness::BrokerKind;
 use std::time::Instant;

@@ -8,7 +8,7 @@ use gauntlet_workloads::log::{run_log_worker, LogWorker, Membership};
 use gauntlet_workloads::queue::{connect_consumer, run_consumer, ConsumerConfig};
 use gauntlet_workloads::stall::{Stall, StallPoint};
 use gauntlet_workloads::worker_call::{LogSlot, WorkerCall};
-use gauntlet_workloads::Delivery;
+use gauntlet_workloads::{BrokerKind, Delivery};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,8 +18,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// The arguments [`WorkerCall::to_args`] writes; [`WorkerArgs::call`] reads them back.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    #[arg(long, value_parser = super::named::<String>(super::brokers()))]
-    pub broker: String,
+    #[arg(long, value_parser = super::named::<BrokerKind>(super::brokers()))]
+    pub broker: BrokerKind,
     /// host:port of each node's client port, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub addrs: Vec<String>,
@@ -57,7 +57,7 @@ impl WorkerArgs {
         let delivery: Delivery = serde_json::from_str(&self.delivery)
             .map_err(|e| anyhow::anyhow!("--delivery is not a delivery table: {e}"))?;
         Ok(WorkerCall {
-            broker: self.broker.clone(),
+            broker: self.broker,
             addrs: self.addrs.clone(),
             group: self.group.clone(),
             process: self.process,
@@ -108,7 +108,7 @@ async fn run_log(
     slot: LogSlot,
     settings: &gauntlet_workloads::Resolved,
 ) -> anyhow::Result<i32> {
-    if args.broker != "kafka" {
+    if args.broker != BrokerKind::Kafka {
         anyhow::bail!("the log workload runs on kafka, not {}", args.broker);
     }
     let w = LogWorker {
@@ -142,12 +142,8 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
         if let Some(slot) = args.log {
             return run_log(&args, slot, &settings).await;
         }
-        let driver = gauntlet_workloads::driver_for(
-            &args.broker,
-            &args.addrs,
-            settings.clone(),
-            args.drain,
-        )?;
+        let driver =
+            gauntlet_workloads::driver_for(args.broker, &args.addrs, settings.clone(), args.drain)?;
         let mut consumer =
             connect_consumer(&*driver, &args.group, args.process, Duration::from_secs(30)).await?;
         let (stop, stall) = watch_stdin();
@@ -198,7 +194,7 @@ mod tests {
     #[test]
     fn the_harness_arguments_parse_back_to_the_same_call() {
         let mut call = WorkerCall {
-            broker: "redis".into(),
+            broker: BrokerKind::Redis,
             addrs: vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()],
             group: "g1".into(),
             process: 7,
@@ -215,7 +211,7 @@ mod tests {
         };
         assert_eq!(round_trip(&call), call);
         call.drain = true;
-        call.broker = "kafka".into();
+        call.broker = BrokerKind::Kafka;
         call.log = Some(LogSlot {
             membership: Membership::Assign,
             slot: 1,

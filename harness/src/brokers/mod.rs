@@ -8,7 +8,7 @@ pub mod sqs;
 
 #[cfg(test)]
 mod tests {
-    use crate::broker::{BrokerKind, RoleProbe};
+    use crate::broker::{BrokerExt, BrokerKind, RoleProbe};
     use gauntlet_nemesis::Role;
 
     fn probe(kind: BrokerKind) -> Option<RoleProbe> {

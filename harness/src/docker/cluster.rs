@@ -1,4 +1,5 @@
 //! A cluster of one broker in Docker containers.
+use crate::broker::BrokerExt;
 use crate::broker::{
     BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, NodePlan, Probe, Recipe,
     STORAGE_NODE,

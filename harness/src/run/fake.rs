@@ -1,6 +1,7 @@
 //! A deployment that is only bookkeeping, for the fast tests of the run pipeline:
 //! it records what the pipeline asked of it, keeps each node's state (up, killed,
 //! paused), and answers commands from a table. No Docker, no broker.
+use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, Capabilities, Command};
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{HarnessError, Result};

@@ -3,6 +3,7 @@
 use super::folder::io;
 use super::scenario::{parse_duration, Scenario};
 use super::RunContext;
+use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::{LinkState, Toxic};

@@ -5,6 +5,7 @@
 //! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
 //! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
 //! `results/<scenario>/latest` points at the newest.
+use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, ImageRef};
 use crate::deployment::Deployment;
 use crate::docker::{self, ClusterSpec, DockerDeployment};

@@ -3,6 +3,7 @@
 use super::faults::{link_state, link_target};
 use super::workers::Pool;
 use super::{Progress, Scenario};
+use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::proxy::Proxy;
 use gauntlet_history::{Actor, Event, OpType};

@@ -57,7 +57,7 @@ impl WorkerSpec {
     ) -> Result<Worker, HarnessError> {
         let process = recorder.new_process();
         let call = WorkerCall {
-            broker: self.broker.name().to_string(),
+            broker: self.broker,
             addrs: self.addrs.clone(),
             group: group.to_string(),
             process,
