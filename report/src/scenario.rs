@@ -113,12 +113,22 @@ fn unquote(v: &str) -> Option<String> {
 
 /// Reads what it can: `name`, `broker`, the delivery mode (`[delivery] mode`,
 /// `delivery = "..."`, `delivery_mode`, `semantics`, `guarantee`) and the
-/// ordering (`[ordering] mode`, `ordering = "..."`). Unknown text is ignored.
+/// ordering (`[ordering] mode`, `ordering = "..."`, in files written elsewhere;
+/// else the strongest order among the guarantees a Gauntlet scenario claims,
+/// `expect = [..., "key-order"]`). Unknown text is ignored.
 pub fn parse(toml: &str) -> ScenarioInfo {
     let mut info = ScenarioInfo::default();
     let mut section = String::new();
+    let mut expect: Option<String> = None;
+    // `expect = [...]`, possibly over several lines.
+    let mut in_expect = false;
     for line in toml.lines() {
         let line = line.trim();
+        if in_expect {
+            expect.get_or_insert_with(String::new).push_str(line);
+            in_expect = !line.contains(']');
+            continue;
+        }
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
@@ -136,6 +146,11 @@ pub fn parse(toml: &str) -> ScenarioInfo {
             continue;
         };
         let key = k.trim().trim_matches('"').to_ascii_lowercase();
+        if key == "expect" && (section.is_empty() || section == "scenario") && expect.is_none() {
+            expect = Some(v.to_string());
+            in_expect = !v.contains(']');
+            continue;
+        }
         let Some(val) = unquote(v) else { continue };
         let top = section.is_empty() || section == "scenario";
         match (section.as_str(), key.as_str()) {
@@ -160,12 +175,46 @@ pub fn parse(toml: &str) -> ScenarioInfo {
             _ => {}
         }
     }
+    if info.ordering_raw.is_none() {
+        if let Some(order) = expect.as_deref().and_then(strongest_order) {
+            info.ordering = normalize_ordering(order);
+            info.ordering_raw = Some(format!("{order} (claimed)"));
+        }
+    }
     info
+}
+
+/// The strongest ordering guarantee named in a scenario's `expect` list (its raw
+/// text, `["at-least-once", "key-order"]`).
+fn strongest_order(expect: &str) -> Option<&'static str> {
+    ["total-order", "partition-order", "key-order"]
+        .into_iter()
+        .find(|g| expect.contains(&format!("\"{g}\"")) || expect.contains(&format!("'{g}'")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gauntlet_scenario_s_ordering_is_the_strongest_it_claims() {
+        let one_line = parse("name = \"x\"\nexpect = [\"at-least-once\", \"key-order\"]\n");
+        assert_eq!(one_line.ordering, Some("per-partition"));
+        assert_eq!(
+            one_line.ordering_raw.as_deref(),
+            Some("key-order (claimed)")
+        );
+        // As `Scenario::to_toml` writes it: one value per line.
+        let pretty = parse(
+            "name = \"x\"\nexpect = [\n    \"exactly-once\",\n    \"total-order\",\n]\nrate = 5\n[delivery]\nmode = \"idempotent\"\n",
+        );
+        assert_eq!(pretty.ordering, Some("total"));
+        assert_eq!(pretty.delivery, Some("idempotent"));
+        assert_eq!(parse("expect = [\"at-least-once\"]\n").ordering, None);
+        // A written ordering wins.
+        let both = parse("ordering = \"unordered\"\nexpect = [\"key-order\"]\n");
+        assert_eq!(both.ordering, Some("unordered"));
+    }
 
     #[test]
     fn reads_delivery_and_ordering_leniently() {
