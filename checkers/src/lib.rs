@@ -11,7 +11,7 @@
 //! Which guarantee each anomaly breaks is the table [`breaks`], not code spread
 //! over the checkers.
 //!
-//! The crate depends on `gauntlet-history` alone. It must not do I/O or depend
+//! Of Gauntlet's crates it depends on `gauntlet-history` alone. It must not do I/O or depend
 //! on a broker, Docker or any other part of a run.
 #![warn(missing_docs)]
 mod delivery;

@@ -122,7 +122,7 @@ pub trait Consumer: Send {
 /// A broker as the workloads see it: connection details and delivery settings inside.
 #[async_trait]
 pub trait Driver: Send + Sync {
-    /// The broker's name, as [`driver_for`](crate::driver_for) takes it (`redis`, `kafka`, ...).
+    /// The broker's name, as [`BrokerKind::name`](crate::BrokerKind::name) spells it (`redis`, `kafka`, ...).
     fn name(&self) -> &'static str;
     /// Declares queues, streams, topics and groups (idempotent).
     async fn setup(&self, groups: &[String]) -> Result<(), ClientError>;
