@@ -5,6 +5,12 @@
 //! Nothing here knows about Docker: a fault asks the cluster to kill a node,
 //! pause it, run a command in it or kill a consumer process; the harness
 //! decides how (containers today; Kubernetes or SSH tomorrow).
+//!
+//! This crate must not depend on Docker or on any backend, nor on the harness:
+//! every fault acts through the [`Cluster`] trait alone. What a fault needs
+//! from a deployment ([`faults::Needs`]) is data the harness checks before a
+//! run; the iptables and tc commands a fault runs inside a node are in [`net`].
+#![warn(missing_docs)]
 pub mod faults;
 pub mod net;
 pub mod schedule;
@@ -20,16 +26,29 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
+    /// A fault name that parses to no [`FaultKind`] (the name as given).
     #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles})", syntax = faults::SYNTAX.join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "))]
     UnknownFault(String),
+    /// The cluster cannot do this fault at all (no client proxy, a role the broker
+    /// cannot name, no `sch_netem`).
     #[error("{fault} is not supported here: {why}")]
-    Unsupported { fault: String, why: String },
-    #[error("{fault} on {target}: {why}")]
-    Failed {
+    Unsupported {
+        /// The fault, or what was asked of the cluster (`targeting the leader`).
         fault: String,
-        target: String,
+        /// Why the cluster cannot do it.
         why: String,
     },
+    /// The cluster can do the fault, but doing it on this target failed.
+    #[error("{fault} on {target}: {why}")]
+    Failed {
+        /// The fault, as named on the command line.
+        fault: String,
+        /// The node (or role, or consumer) it was aimed at.
+        target: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// A schedule's TOML that does not parse (the parser's message).
     #[error("schedule: {0}")]
     Schedule(String),
 }
@@ -48,7 +67,9 @@ pub trait Cluster: Send + Sync {
     async fn kill_node(&self, node: &str) -> Result<(), NemesisError>;
     /// Start a killed or stopped node and wait until it is ready again.
     async fn start_node(&self, node: &str) -> Result<(), NemesisError>;
+    /// Freeze every process of a node until [`Cluster::unpause_node`].
     async fn pause_node(&self, node: &str) -> Result<(), NemesisError>;
+    /// Resume the processes [`Cluster::pause_node`] froze.
     async fn unpause_node(&self, node: &str) -> Result<(), NemesisError>;
     /// Run a shell script inside a node (as root, with NET_ADMIN); returns its output.
     async fn exec(&self, node: &str, script: &str) -> Result<String, NemesisError>;

@@ -23,6 +23,7 @@ pub struct ScheduledFault {
 }
 
 impl ScheduledFault {
+    /// The fault's kind, parsed from its name; an error for an unknown name.
     pub fn kind(&self) -> Result<FaultKind, NemesisError> {
         FaultKind::from_str(&self.fault)
     }
@@ -31,7 +32,9 @@ impl ScheduledFault {
 /// A whole schedule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
+    /// The seed the schedule was generated from (kept in the file when replayed).
     pub seed: u64,
+    /// The faults, one `[[fault]]` table each in TOML.
     #[serde(default, rename = "fault")]
     pub faults: Vec<ScheduledFault>,
 }
@@ -89,6 +92,7 @@ impl Schedule {
         Schedule { seed, faults }
     }
 
+    /// Reads a schedule from TOML (a run's `schedule.toml`); every fault name must parse.
     pub fn from_toml(text: &str) -> Result<Schedule, NemesisError> {
         let s: Schedule =
             toml::from_str(text).map_err(|e| NemesisError::Schedule(e.to_string()))?;
@@ -98,6 +102,7 @@ impl Schedule {
         Ok(s)
     }
 
+    /// The schedule as TOML, as a run writes it to `schedule.toml`.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }

@@ -16,13 +16,25 @@ pub enum LinkFault {
     /// The clients are cut off the node: open connections reset, new ones refused.
     ClientPartition,
     /// Every chunk held MS more, both directions.
-    Latency { ms: u32 },
+    Latency {
+        /// Milliseconds added to each chunk.
+        ms: u32,
+    },
     /// Every chunk held a uniform 0..=MS more (seeded), both directions, order kept.
-    Jitter { ms: u32 },
+    Jitter {
+        /// The most milliseconds added to a chunk.
+        ms: u32,
+    },
     /// Each chunk lost with PCT % probability, and its connection reset.
-    Loss { percent: u32 },
+    Loss {
+        /// The chance, 0..=100, that a chunk is lost.
+        percent: u32,
+    },
     /// At most KIB KiB/s each way.
-    Bandwidth { kib_per_sec: u32 },
+    Bandwidth {
+        /// KiB per second each way; at least 1.
+        kib_per_sec: u32,
+    },
     /// Every open connection closed with RST (new ones work).
     Reset,
     /// Connections accepted, nothing forwarded either way.

@@ -45,11 +45,14 @@ pub use partition::{apply_grudge, complete_grudge, grudge, heal_network, Grudge,
 /// A fault, as named on the command line (`--nemesis kill-consumer:before-ack,partition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
+    /// SIGKILL one consumer worker, at the moment of its batch the argument says; the
+    /// harness restarts it under a new process number, so the fault heals by itself.
     KillConsumer(KillConsumerAt),
     /// SIGKILL a broker node, start it again when the fault ends.
     KillBroker,
     /// SIGKILL then start at once; `mid_batch` waits until a send is in flight (seed D6).
     RestartBroker {
+        /// Wait (up to 10 s) until a producer has a send in flight before the kill.
         mid_batch: bool,
     },
     /// Freeze a node (cgroup freezer), resume when the fault ends.
@@ -62,6 +65,7 @@ pub enum FaultKind {
     /// `tc qdisc add dev eth0 root netem delay MS` inside the target node, only where
     /// the kernel has `sch_netem` (refused as unsupported otherwise).
     Netem {
+        /// Milliseconds added to every packet the node sends (100 by default).
         delay_ms: u32,
     },
     // --- Partition shapes and role targeting ---
@@ -192,6 +196,7 @@ impl fmt::Display for FaultKind {
 /// One fault in action: what `start` did, so `stop` can undo it.
 #[derive(Debug, Clone)]
 pub struct Fault {
+    /// The fault done; a fault aimed at a role is stored as the node fault it became.
     pub kind: FaultKind,
     /// The node (or consumer) it targets, when it targets one.
     pub target: Option<String>,

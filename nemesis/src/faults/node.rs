@@ -8,14 +8,18 @@ use std::fmt;
 /// The node faults that can target a role ([`FaultKind::OnRole`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeFault {
+    /// SIGKILL the node in the role, start it when the fault ends (`kill-broker`).
     Kill,
+    /// SIGKILL the node in the role and start it at once (`restart-broker`).
     Restart,
+    /// Freeze the node in the role, resume it when the fault ends (`pause`).
     Pause,
     /// Isolate the node in the role from every other node.
     Isolate,
 }
 
 impl NodeFault {
+    /// Every node fault, in the order the parser tries them.
     pub const ALL: [NodeFault; 4] = [
         NodeFault::Kill,
         NodeFault::Restart,
@@ -50,6 +54,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role, in the order the unknown-fault error lists them.
     pub const ALL: [Role; 4] = [
         Role::Leader,
         Role::GroupCoordinator,
