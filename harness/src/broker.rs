@@ -33,15 +33,20 @@ impl BrokerExt for BrokerKind {
 /// broker's official image (`rabbitmq:4`, `nats:2.10`, `redis:7`, `apache/kafka:3.9`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Flavour {
+    /// Gauntlet's own image (`gauntlet/<broker>:<version>`), built by [`crate::images`]
+    /// from one Debian rootfs, with iptables, tc and tini.
     #[default]
     Gauntlet,
+    /// The broker's official image, started the way its documentation says.
     Official,
 }
 
 /// The image a deployment uses, and its flavour.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRef {
+    /// The image's name and tag, as Docker knows it.
     pub name: String,
+    /// Which conventions the image follows.
     pub flavour: Flavour,
 }
 
@@ -100,12 +105,16 @@ pub struct PortSpec {
 /// A command run inside a node.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Command {
+    /// The program and its arguments (no shell unless the program is one).
     pub argv: Vec<String>,
+    /// The user it runs as; `None`: the node's own user.
     pub user: Option<String>,
+    /// More environment, `KEY=value` each.
     pub env: Vec<String>,
 }
 
 impl Command {
+    /// The program and arguments `argv`, as the node's own user, no more environment.
     pub fn new<S: AsRef<str>>(argv: &[S]) -> Self {
         Command {
             argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
@@ -121,11 +130,13 @@ impl Command {
         }
     }
 
+    /// The same command, run as `user`.
     pub fn user(mut self, user: &str) -> Self {
         self.user = Some(user.to_string());
         self
     }
 
+    /// The same command with one more variable, `kv` as `KEY=value`.
     pub fn env(mut self, kv: &str) -> Self {
         self.env.push(kv.to_string());
         self
@@ -142,19 +153,25 @@ impl Command {
 pub enum Probe {
     /// A command inside the node that exits 0, and prints `expect` if set.
     Exec {
+        /// What runs inside the node.
         command: Command,
+        /// Text its stdout must contain; `None`: exiting 0 is enough.
         expect: Option<String>,
     },
     /// An HTTP GET from the host to the node's published port `port` that answers
     /// 200, with `expect` in the body if set.
     Http {
+        /// The recipe's name of the port ([`PortSpec::name`]).
         port: &'static str,
+        /// The path asked for, e.g. `/healthz`.
         path: String,
+        /// Text the body must contain; `None`: a 200 is enough.
         expect: Option<String>,
     },
 }
 
 impl Probe {
+    /// Ready when `command` exits 0 inside the node.
     pub fn exits_zero(command: Command) -> Self {
         Probe::Exec {
             command,
@@ -162,6 +179,7 @@ impl Probe {
         }
     }
 
+    /// Ready when `command` exits 0 inside the node with `expect` in its stdout.
     pub fn prints(command: Command, expect: &str) -> Self {
         Probe::Exec {
             command,
@@ -169,6 +187,8 @@ impl Probe {
         }
     }
 
+    /// Ready when `GET path` on the published port named `port` answers 200 (with
+    /// `expect` in the body, if given).
     pub fn http(port: &'static str, path: &str, expect: Option<&str>) -> Self {
         Probe::Http {
             port,
@@ -196,6 +216,7 @@ impl Probe {
 /// command run on each node in turn until `parse` names a node.
 #[derive(Debug, Clone)]
 pub struct RoleProbe {
+    /// Run inside a node; what it prints goes to `parse`.
     pub command: Command,
     /// (the node the command ran on, what it printed) -> the node in the role, if any.
     pub parse: fn(&str, &str) -> Option<String>,
@@ -208,14 +229,18 @@ pub struct NodePlan {
     pub entrypoint: Option<Vec<String>>,
     /// Command (arguments to the entry point, or the whole command line).
     pub cmd: Vec<String>,
+    /// The node's environment, `KEY=value` each.
     pub env: Vec<String>,
+    /// The user the node runs as; `None`: the image's.
     pub user: Option<String>,
 }
 
 /// A step run after all nodes are up, on one node, to join them into a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinStep {
+    /// The node it runs on, by index (0-based).
     pub node: usize,
+    /// What runs there; it must exit 0 (the Docker backend tries it three times).
     pub command: Command,
 }
 
@@ -230,6 +255,7 @@ pub struct ClusterContext {
     /// Where clients reach each node's ports when that is not the published port
     /// (a proxy in front of the node); a recipe advertises these to clients.
     pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
+    /// Which conventions the nodes' image follows.
     pub flavour: Flavour,
     /// A secret shared by the nodes of this run (e.g. the Erlang cookie).
     pub secret: String,
@@ -241,10 +267,12 @@ pub struct ClusterContext {
 }
 
 impl ClusterContext {
+    /// The number of broker nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// No broker nodes (a context made only to ask a recipe about an image).
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -263,6 +291,7 @@ impl ClusterContext {
 /// A broker's cluster recipe: how to configure and join nodes, how to know they are
 /// ready, which client ports they offer. Pure data; no container runtime in here.
 pub trait Recipe: Send + Sync {
+    /// The broker this recipe deploys.
     fn kind(&self) -> BrokerKind;
     /// Broker version in Gauntlet's local image.
     fn version(&self) -> &'static str;
@@ -270,6 +299,7 @@ pub trait Recipe: Send + Sync {
     fn ports(&self) -> &'static [PortSpec];
     /// Nodes a cluster has when the caller does not say.
     fn default_nodes(&self) -> usize;
+    /// What a deployment of this broker can do with an image of `flavour`.
     fn capabilities(&self, flavour: Flavour) -> Capabilities;
     /// How to start node `index` (0-based).
     fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan;
@@ -313,6 +343,8 @@ pub const STORAGE_NODE: &str = "storage";
 pub struct StoragePlan {
     /// The image it runs; `None`: the brokers' image.
     pub image: Option<String>,
+    /// How it is started (the scenario's `[storage]` settings add to its environment).
     pub plan: NodePlan,
+    /// When it is ready; the brokers start after that.
     pub ready: Probe,
 }

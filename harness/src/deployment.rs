@@ -14,7 +14,9 @@ pub struct Endpoint {
     pub node: String,
     /// Port name from the recipe ("amqp", "client", "kafka", "http", ...).
     pub port_name: String,
+    /// The host clients connect to (`127.0.0.1` for Docker's published ports).
     pub host: String,
+    /// The port clients connect to on `host`.
     pub port: u16,
 }
 
@@ -28,12 +30,16 @@ impl Endpoint {
 /// What a command run inside a node printed, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecOutput {
+    /// The command's exit status (-1 when the backend could not tell).
     pub exit_code: i64,
+    /// What it printed on stdout (lossy UTF-8).
     pub stdout: String,
+    /// What it printed on stderr (lossy UTF-8).
     pub stderr: String,
 }
 
 impl ExecOutput {
+    /// The command exited 0.
     pub fn success(&self) -> bool {
         self.exit_code == 0
     }
@@ -65,6 +71,7 @@ pub trait NodeControl: Send + Sync {
     async fn restart(&self, node: &str, grace: Duration) -> Result<()>;
     /// Freeze every process of the node (SIGSTOP-like, via the cgroup freezer).
     async fn pause(&self, node: &str) -> Result<()>;
+    /// Resume every process [`NodeControl::pause`] froze.
     async fn unpause(&self, node: &str) -> Result<()>;
     /// Run a command inside the node (as root with NET_ADMIN unless `command.user`
     /// says otherwise) and wait for it, at most `timeout`.
@@ -74,7 +81,9 @@ pub trait NodeControl: Send + Sync {
 /// A running cluster of one broker.
 #[async_trait::async_trait]
 pub trait Deployment: NodeControl {
+    /// The run this deployment belongs to (every object it creates carries it).
     fn run_id(&self) -> &RunId;
+    /// The broker the nodes run.
     fn broker(&self) -> BrokerKind;
     /// Node names, n1..nN, stable for the life of the deployment (also across restarts).
     fn nodes(&self) -> Vec<String>;

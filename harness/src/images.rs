@@ -81,7 +81,9 @@ rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /root/.cache
 pub struct Rootfs {
     /// Cache name prefix (`<name>-<hash>` under the cache directory).
     pub name: &'static str,
+    /// The Debian release debootstrap installs.
     pub suite: &'static str,
+    /// The Debian packages it installs.
     pub packages: &'static [&'static str],
     /// Run in the chroot after debootstrap (with the host's network).
     pub script: &'static str,
@@ -119,6 +121,7 @@ const RECIPE_REVISION: &str = "1";
 
 /// Reports what a build is doing; one line per call.
 pub trait Progress: Send + Sync {
+    /// One line of progress, without a newline.
     fn line(&self, line: &str);
 }
 
@@ -170,7 +173,9 @@ pub fn default_cache_dir() -> PathBuf {
 /// One image that [`ensure_images`] made sure of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageStatus {
+    /// The broker the image is for (Kafka for its storage node's image).
     pub broker: BrokerKind,
+    /// The image's name and tag.
     pub image: String,
     /// It was there already with the right recipe.
     pub cached: bool,
@@ -261,9 +266,13 @@ pub fn base_image() -> String {
 /// command, environment, ports), committed from a never-started container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageConfig {
+    /// The entry point; `None`: the base's.
     pub entrypoint: Option<Vec<String>>,
+    /// The default command.
     pub cmd: Vec<String>,
+    /// The environment, `KEY=value` each.
     pub env: Vec<String>,
+    /// The TCP ports the image exposes.
     pub exposed: Vec<u16>,
 }
 

@@ -1,9 +1,22 @@
-//! Harness: deployments (containers, clusters), node control, local broker images.
+//! Harness: deployments (containers, clusters), node control, local broker images,
+//! the client proxy and the run pipeline.
 //!
 //! The backend-neutral part is [`broker`] (what each broker needs, as data: one
 //! recipe per broker in [`brokers`]) and [`deployment`] (the [`Deployment`] and
 //! [`NodeControl`] traits). [`docker`] implements them with the Docker Engine API,
 //! and [`images`] builds Gauntlet's own images without any registry.
+//!
+//! [`proxy`] is the client proxy: a TCP proxy between the clients and the nodes,
+//! for the faults on that path. [`run`] is the run pipeline: [`run::run_with`] launches a Docker
+//! deployment (the only backend-specific step), then `run_on` drives the
+//! schedule, the nemesis, the workers, the final heal, the drain and the teardown
+//! over `&dyn Deployment`, and the history is judged. [`matrix`] runs scenarios
+//! against what each must show.
+//!
+//! The harness builds on `history`, `checkers`, `report`, `workloads` and
+//! `nemesis`. It must not depend on the CLI (the `gauntlet` crate): the CLI calls
+//! in here, never the other way.
+#![warn(missing_docs)]
 pub mod broker;
 pub mod brokers;
 pub mod deployment;
@@ -61,6 +74,7 @@ impl RunId {
         RunId(clean)
     }
 
+    /// The id as text, as the labels and names carry it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -45,6 +45,7 @@ pub struct Entry {
     /// Profiles that run it; every profile when empty.
     #[serde(default)]
     pub profiles: Vec<String>,
+    /// What its run must show; `valid` by default.
     #[serde(default)]
     pub outcome: Expected,
     /// Anomalies of which a negative control must find at least one.
@@ -59,9 +60,13 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ProfileOverrides {
+    /// Replaces the scenario's `time`.
     pub time: Option<String>,
+    /// Replaces the scenario's `rate`.
     pub rate: Option<f64>,
+    /// Replaces the scenario's `nemesis-interval`.
     pub nemesis_interval: Option<String>,
+    /// Replaces the scenario's `nemesis-duration`.
     pub nemesis_duration: Option<String>,
 }
 
@@ -69,8 +74,10 @@ pub struct ProfileOverrides {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Matrix {
+    /// The profiles' overrides, by profile name (`[profiles.<name>]`).
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileOverrides>,
+    /// The entries, in file order (`[[scenario]]`).
     #[serde(rename = "scenario")]
     pub scenarios: Vec<Entry>,
 }
@@ -78,11 +85,15 @@ pub struct Matrix {
 /// A scenario of the matrix, loaded and ready to run.
 #[derive(Debug, Clone)]
 pub struct Planned {
+    /// Its entry in the matrix file.
     pub entry: Entry,
+    /// The scenario, with the profile's overrides and the results folder applied.
     pub scenario: Scenario,
 }
 
 impl Matrix {
+    /// Reads a matrix file. Every `must-find` must name an anomaly, and every negative
+    /// control must list at least one.
     pub fn from_toml(text: &str) -> Result<Matrix, HarnessError> {
         let m: Matrix =
             toml::from_str(text).map_err(|e| HarnessError::Scenario(format!("matrix: {e}")))?;
@@ -164,6 +175,7 @@ impl Matrix {
         Ok(out)
     }
 
+    /// Every profile the file declares or an entry names, declared ones first.
     pub fn profile_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.profiles.keys().cloned().collect();
         for e in &self.scenarios {
@@ -251,17 +263,25 @@ pub fn judge(entry: &Entry, v: &Verdict) -> Judgement {
 /// One scenario of a matrix run.
 #[derive(Debug)]
 pub struct Row {
+    /// The scenario's name.
     pub name: String,
+    /// The scenario's broker.
     pub broker: crate::broker::BrokerKind,
+    /// The scenario's faults, as named there.
     pub faults: Vec<String>,
+    /// What the run had to show.
     pub expected: Expected,
+    /// The entry's `why`.
     pub why_listed: String,
     /// The run folder, when the run got that far.
     pub dir: Option<PathBuf>,
+    /// The run's verdict, when the run finished.
     pub verdict: Option<Verdict>,
     /// The run itself failed (deploy, workload, ...): the message.
     pub error: Option<String>,
+    /// Whether the row passes, and why (a failed run fails).
     pub judgement: Judgement,
+    /// How long the run took, in seconds.
     pub seconds: f64,
 }
 

@@ -49,14 +49,23 @@ use tokio::time::Instant;
 /// What happens to the bytes of one direction.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Toxic {
+    /// Copy the bytes as they come.
     #[default]
     Pass,
     /// Hold each chunk `latency + uniform(0..=jitter)`.
-    Delay { latency: Duration, jitter: Duration },
+    Delay {
+        /// Added to every chunk.
+        latency: Duration,
+        /// The most added on top of `latency`, drawn per chunk (seeded).
+        jitter: Duration,
+    },
     /// Discard the bytes (the connection is reset when healed).
     Drop,
     /// At most this many bytes per second.
-    Bandwidth { bytes_per_sec: u64 },
+    Bandwidth {
+        /// Bytes per second; 0 counts as 1.
+        bytes_per_sec: u64,
+    },
 }
 
 /// The whole state of a link.
@@ -73,6 +82,7 @@ pub struct LinkState {
 }
 
 impl LinkState {
+    /// Nothing done to the link: both directions pass, no loss, no refusal.
     pub fn is_pass(&self) -> bool {
         *self == LinkState::default()
     }
@@ -81,12 +91,19 @@ impl LinkState {
 /// What a link has done so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct LinkStats {
+    /// Client connections forwarded to the node.
     pub connections: u64,
+    /// Client connections reset at once (no upstream, refusing, or the node unreachable).
     pub refused: u64,
+    /// Forwarded connections closed with RST (a reset order, or a lost chunk).
     pub resets: u64,
+    /// Bytes written to the node (client -> broker).
     pub bytes_up: u64,
+    /// Bytes written to the clients (broker -> client).
     pub bytes_down: u64,
+    /// Bytes from the clients discarded (drop or loss).
     pub dropped_up: u64,
+    /// Bytes from the node discarded (drop or loss).
     pub dropped_down: u64,
 }
 
@@ -185,6 +202,7 @@ impl Link {
         })
     }
 
+    /// The node this link stands in front of.
     pub fn node(&self) -> &str {
         &self.node
     }
@@ -194,12 +212,14 @@ impl Link {
         self.listen
     }
 
+    /// Forward new connections to `addr` (the node's published port).
     pub fn set_upstream(&self, addr: SocketAddr) {
         if let Ok(mut u) = self.shared.upstream.lock() {
             *u = Some(addr);
         }
     }
 
+    /// The link's toxics now.
     pub fn state(&self) -> LinkState {
         self.shared.state()
     }
@@ -227,6 +247,7 @@ impl Link {
         self.shared.order_reset(true);
     }
 
+    /// The link's counters so far.
     pub fn stats(&self) -> LinkStats {
         let c = &self.shared.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -431,6 +452,7 @@ async fn pump(
 /// The links of a run: one per node for the proxied port.
 #[derive(Debug, Default)]
 pub struct Proxy {
+    /// One link per node, in node order.
     pub links: Vec<Link>,
 }
 
@@ -444,6 +466,7 @@ impl Proxy {
         Ok(Proxy { links })
     }
 
+    /// The link in front of `node`, if there is one.
     pub fn link(&self, node: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.node == node)
     }

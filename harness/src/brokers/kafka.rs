@@ -67,6 +67,8 @@ fn coordinator_node(asked: &str, out: &str) -> Option<String> {
     }
 }
 
+/// The Kafka recipe: tansu on PostgreSQL in Gauntlet's image (or its memory build),
+/// the official images through [`super::kafka_official`].
 pub struct Tansu;
 
 /// The Kafka image under the memory build's name: one tansu node, memory storage.

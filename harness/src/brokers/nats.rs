@@ -2,6 +2,7 @@
 //! the mesh forms as soon as the nodes can resolve each other.
 use crate::broker::*;
 
+/// The NATS recipe: a JetStream cluster whose nodes route to each other.
 pub struct Nats;
 
 const PORTS: &[PortSpec] = &[

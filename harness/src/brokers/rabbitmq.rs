@@ -6,6 +6,7 @@
 //! streams need nothing more.
 use crate::broker::*;
 
+/// The RabbitMQ recipe: nodes that form the cluster as they boot.
 pub struct RabbitMq;
 
 const PORTS: &[PortSpec] = &[PortSpec {

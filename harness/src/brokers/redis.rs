@@ -2,6 +2,7 @@
 //! with `appendfsync always`, so an acknowledged write survives a SIGKILL of its node.
 use crate::broker::*;
 
+/// The Redis recipe: a primary (n1) and its replicas.
 pub struct Redis;
 
 const PORTS: &[PortSpec] = &[PortSpec {

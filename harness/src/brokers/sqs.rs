@@ -1,6 +1,7 @@
 //! An SQS-compatible server: moto's server mode, one node, state in memory.
 use crate::broker::*;
 
+/// The SQS recipe: one moto server.
 pub struct Moto;
 
 const PORTS: &[PortSpec] = &[PortSpec {

@@ -31,10 +31,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// What to deploy.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
+    /// The broker to deploy (its recipe comes with it).
     pub broker: BrokerKind,
     /// Number of nodes; the recipe's default when `None`.
     pub nodes: Option<usize>,
+    /// The image every broker node runs.
     pub image: ImageRef,
+    /// The run's id: the value of the `gauntlet.run` label and part of every name.
     pub run_id: RunId,
     /// Where teardown writes the node logs (`<dir>/<node>.log`), if anywhere.
     pub logs_dir: Option<PathBuf>,
@@ -91,26 +94,31 @@ impl ClusterSpec {
         })
     }
 
+    /// The same spec with `n` broker nodes.
     pub fn nodes(mut self, n: usize) -> Self {
         self.nodes = Some(n);
         self
     }
 
+    /// The same spec with `image` instead of Gauntlet's local image.
     pub fn image(mut self, image: ImageRef) -> Self {
         self.image = image;
         self
     }
 
+    /// The same spec under the run id `id`.
     pub fn run_id(mut self, id: RunId) -> Self {
         self.run_id = id;
         self
     }
 
+    /// The same spec, whose teardown writes the node logs into `dir`.
     pub fn logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.logs_dir = Some(dir.into());
         self
     }
 
+    /// The same spec, building Gauntlet's image when it is missing if `yes`.
     pub fn build_missing_image(mut self, yes: bool) -> Self {
         self.build_missing_image = yes;
         self

@@ -32,6 +32,7 @@ pub struct Labelled {
 }
 
 impl Labelled {
+    /// No container and no network.
     pub fn is_empty(&self) -> bool {
         self.containers.is_empty() && self.networks.is_empty()
     }

@@ -41,10 +41,13 @@ pub use scenario::{
 /// What a finished run left.
 #[derive(Debug)]
 pub struct RunOutcome {
+    /// The run folder.
     pub dir: PathBuf,
     /// With [`RunOptions::discard_history`], the verdict of an empty history (nothing was kept).
     pub verdict: Verdict,
+    /// Sends the workload made (the txn workload: the seeder's sends that ended `ok`).
     pub sends: u64,
+    /// Measurements of the run.
     pub figures: Figures,
 }
 
@@ -88,9 +91,11 @@ pub async fn run(
 }
 
 /// What every phase of a run after the deployment is up needs. Nothing in it is
-/// Docker's: any backend's [`Deployment`] plugs in here ([`run_on`]).
+/// Docker's: any backend's [`Deployment`] plugs in here (`run_on`).
 pub struct RunContext<'a> {
+    /// The scenario being run.
     pub scenario: &'a Scenario,
+    /// The deployment, up and ready; the run tears it down at the end.
     pub deployment: &'a dyn Deployment,
     /// The clients' proxy, when a fault needs one (its links already forward to
     /// the deployment's nodes).
@@ -99,11 +104,13 @@ pub struct RunContext<'a> {
     pub dir: &'a Path,
     /// The `gauntlet` binary, for worker processes.
     pub exe: &'a Path,
+    /// Where progress lines go.
     pub progress: &'a Progress,
     /// When the run was entered (before any backend was contacted).
     pub entered: Instant,
     /// When the deployment was asked for (the "first op after" line).
     pub started: Instant,
+    /// How the run records.
     pub opts: RunOptions,
 }
 

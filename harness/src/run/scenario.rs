@@ -14,7 +14,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Scenario {
+    /// The scenario's name: its run folders go under `<results>/<name>/`.
     pub name: String,
+    /// The broker to deploy.
     pub broker: BrokerKind,
     /// Nodes; the broker's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -22,6 +24,7 @@ pub struct Scenario {
     /// Image by name (e.g. `rabbitmq:4` for users who can pull); Gauntlet's local image when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// What runs against the broker; `queue` by default.
     #[serde(default)]
     pub workload: Workload,
     /// How long producers send, e.g. "30s", "2m", "500ms".
@@ -30,13 +33,17 @@ pub struct Scenario {
     /// Sends per second, all producers together.
     #[serde(default = "default_rate")]
     pub rate: f64,
+    /// Seeds the fault schedule, the workload's choices and the proxy's jitter and
+    /// loss; the same seed gives the same schedule.
     #[serde(default)]
     pub seed: u64,
     /// Guarantees the run claims (`valid` is judged against them).
     #[serde(default = "default_expect")]
     pub expect: Vec<Guarantee>,
+    /// The `[delivery]` table: how the clients send, acknowledge and commit.
     #[serde(default)]
     pub delivery: Delivery,
+    /// The `[queue]` table: producers, consumers, keys, batches, groups.
     #[serde(default)]
     pub queue: QueueConfig,
     /// The log workload's topic and membership (`workload = "log"`).
@@ -112,6 +119,7 @@ impl Default for StorageConfig {
 }
 
 impl StorageConfig {
+    /// Both settings on, as when the scenario has no `[storage]`.
     pub fn is_default(&self) -> bool {
         *self == StorageConfig::default()
     }
@@ -166,18 +174,22 @@ impl Scenario {
         }
     }
 
+    /// Reads a scenario file; an unknown key is an error.
     pub fn from_toml(text: &str) -> Result<Scenario, HarnessError> {
         toml::from_str(text).map_err(|e| HarnessError::Scenario(e.to_string()))
     }
 
+    /// The scenario as TOML, as a run writes it to `scenario.toml` (without `results`).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }
 
+    /// How long producers send: `time`, parsed.
     pub fn duration(&self) -> Result<Duration, HarnessError> {
         parse_duration(&self.time)
     }
 
+    /// The guarantees the run claims (`expect`).
     pub fn guarantees(&self) -> Result<Vec<Guarantee>, HarnessError> {
         Ok(self.expect.clone())
     }
@@ -220,6 +232,7 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// Every workload.
     pub const ALL: [Workload; 3] = [Workload::Queue, Workload::Log, Workload::Txn];
 
     /// The name in scenarios and on the command line.
