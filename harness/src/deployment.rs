@@ -76,6 +76,46 @@ pub trait NodeControl: Send + Sync {
     /// Run a command inside the node (as root with NET_ADMIN unless `command.user`
     /// says otherwise) and wait for it, at most `timeout`.
     async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput>;
+
+    /// Drop what `node` receives from `ips` (and, with `outbound`, what it sends
+    /// to them) until [`NodeControl::heal_traffic`]. By default the iptables
+    /// commands of `gauntlet_nemesis::net` through [`NodeControl::exec`]; a
+    /// backend whose nodes share a host's firewall keeps its rules apart.
+    async fn drop_traffic(&self, node: &str, ips: &[String], outbound: bool) -> Result<()> {
+        self.exec_checked(node, &gauntlet_nemesis::net::drop_script(ips, outbound))
+            .await
+    }
+    /// Remove every rule [`NodeControl::drop_traffic`] added on `node`.
+    async fn heal_traffic(&self, node: &str) -> Result<()> {
+        self.exec_checked(node, gauntlet_nemesis::net::HEAL_SCRIPT)
+            .await
+    }
+    /// Delay what `node` sends by `ms` until [`NodeControl::remove_delay`] (netem).
+    async fn add_delay(&self, node: &str, ms: u32) -> Result<()> {
+        self.exec_checked(node, &gauntlet_nemesis::net::delay_script(ms))
+            .await
+    }
+    /// Remove the delay of [`NodeControl::add_delay`]; succeeds when there is none.
+    async fn remove_delay(&self, node: &str) -> Result<()> {
+        self.exec_checked(node, gauntlet_nemesis::net::UNDELAY_SCRIPT)
+            .await
+    }
+    /// Run a shell script in `node` (at most 20 s); an error when it fails.
+    async fn exec_checked(&self, node: &str, script: &str) -> Result<()> {
+        let out = self
+            .exec(node, &Command::shell(script), Duration::from_secs(20))
+            .await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(crate::error::HarnessError::CommandFailed {
+                node: node.to_string(),
+                cmd: script.to_string(),
+                code: out.exit_code,
+                output: out.combined(),
+            })
+        }
+    }
 }
 
 /// A running cluster of one broker.

@@ -79,6 +79,18 @@ pub enum HarnessError {
         /// What it printed on the last try (stdout, then stderr).
         output: String,
     },
+    /// A command inside a node ended with an error.
+    #[error("`{cmd}` on node {node} exited {code}: {output}")]
+    CommandFailed {
+        /// The node it ran on.
+        node: String,
+        /// The command, as one line.
+        cmd: String,
+        /// Its exit status.
+        code: i64,
+        /// What it printed (stdout, then stderr).
+        output: String,
+    },
     /// A command inside a node did not end in time.
     #[error("exec `{cmd}` on node {node} timed out after {waited:?}")]
     ExecTimeout {

@@ -241,6 +241,35 @@ impl Cluster for RunCluster<'_> {
         }
         Ok(out.combined())
     }
+    async fn drop_traffic(
+        &self,
+        node: &str,
+        ips: &[String],
+        outbound: bool,
+    ) -> Result<(), NemesisError> {
+        self.deployment
+            .drop_traffic(node, ips, outbound)
+            .await
+            .map_err(|e| nem_err("drop-traffic", node, e))
+    }
+    async fn heal_traffic(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .heal_traffic(node)
+            .await
+            .map_err(|e| nem_err("heal-traffic", node, e))
+    }
+    async fn add_delay(&self, node: &str, ms: u32) -> Result<(), NemesisError> {
+        self.deployment
+            .add_delay(node, ms)
+            .await
+            .map_err(|e| nem_err("add-delay", node, e))
+    }
+    async fn remove_delay(&self, node: &str) -> Result<(), NemesisError> {
+        self.deployment
+            .remove_delay(node)
+            .await
+            .map_err(|e| nem_err("remove-delay", node, e))
+    }
     async fn node_ip(&self, node: &str) -> Result<String, NemesisError> {
         let out = self.exec(node, "hostname -i").await?;
         out.split_whitespace()
