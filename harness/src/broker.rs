@@ -267,6 +267,20 @@ pub struct ClusterContext {
 }
 
 impl ClusterContext {
+    /// A context with no nodes, made only to ask a recipe about an image (its
+    /// storage node, its flavour's settings).
+    pub fn for_image(flavour: Flavour, image: &str) -> Self {
+        ClusterContext {
+            nodes: Vec::new(),
+            host_endpoints: Vec::new(),
+            client_endpoints: Vec::new(),
+            flavour,
+            secret: String::new(),
+            image: image.to_string(),
+            storage: None,
+        }
+    }
+
     /// The number of broker nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()

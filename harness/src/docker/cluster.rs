@@ -599,15 +599,7 @@ async fn http_get(host: &str, port: u16, path: &str) -> std::result::Result<(u16
 
 async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
     // The storage node's image too, where the recipe has one of its own.
-    let ctx = ClusterContext {
-        nodes: Vec::new(),
-        host_endpoints: Vec::new(),
-        client_endpoints: Vec::new(),
-        flavour: spec.image.flavour,
-        secret: String::new(),
-        image: spec.image.name.clone(),
-        storage: None,
-    };
+    let ctx = ClusterContext::for_image(spec.image.flavour, &spec.image.name);
     if let Some(image) = spec.broker.recipe().storage(&ctx).and_then(|p| p.image) {
         match docker.inspect_image(&image).await {
             Ok(_) => {}

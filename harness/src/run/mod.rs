@@ -219,15 +219,7 @@ pub async fn run_with(
     }
     if !scenario.storage.is_default() {
         // Only a deployment with a storage node takes `[storage]`.
-        let ctx = crate::broker::ClusterContext {
-            nodes: Vec::new(),
-            host_endpoints: Vec::new(),
-            client_endpoints: Vec::new(),
-            flavour: spec.image.flavour,
-            secret: String::new(),
-            image: spec.image.name.clone(),
-            storage: None,
-        };
+        let ctx = crate::broker::ClusterContext::for_image(spec.image.flavour, &spec.image.name);
         if kind.recipe().storage(&ctx).is_none() {
             return Err(HarnessError::Scenario(format!(
                 "[storage] sets the storage node, and {} ({}) has none",
