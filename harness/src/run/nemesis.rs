@@ -21,6 +21,9 @@ pub(super) fn nemesis_event(kind: OpType, f: &str, value: serde_json::Value) -> 
     Event::new(Actor::Nemesis, kind, f).value(value)
 }
 
+/// How long a link fault watches the client links to see which ones carry traffic.
+const LINK_SAMPLE: Duration = Duration::from_millis(300);
+
 /// Marks a nemesis event with the schedule position of its fault, which pairs a
 /// fault's start and end events in the report (`fault_id`).
 fn with_id(value: &mut serde_json::Value, id: usize) {
@@ -317,12 +320,29 @@ impl Cluster for RunCluster<'_> {
             why: format!("no client proxy in front of {node}"),
         };
         let proxy = self.proxy.ok_or_else(unsupported)?;
-        let traffic: Vec<(&str, u64)> = proxy
+        // The client -> broker bytes of each link so far, and over the next
+        // moment: where the clients send now.
+        let sent = || -> Vec<u64> { proxy.links.iter().map(|l| l.stats().bytes_up).collect() };
+        let before = sent();
+        tokio::time::sleep(LINK_SAMPLE).await;
+        let after = sent();
+        let recent: Vec<(&str, u64)> = proxy
             .links
             .iter()
-            .map(|l| (l.node(), l.stats().bytes_up))
+            .zip(before.iter().zip(&after))
+            .map(|(l, (b, a))| (l.node(), a.saturating_sub(*b)))
             .collect();
-        let aimed = link_target(node, &traffic);
+        let so_far: Vec<(&str, u64)> = proxy
+            .links
+            .iter()
+            .zip(&after)
+            .map(|(l, a)| (l.node(), *a))
+            .collect();
+        let aimed = if recent.iter().any(|&(_, b)| b > 0) {
+            link_target(node, &recent)
+        } else {
+            link_target(node, &so_far)
+        };
         let link = proxy.link(aimed).ok_or_else(unsupported)?;
         let state = link_state(fault);
         link.set(state);
@@ -338,7 +358,7 @@ impl Cluster for RunCluster<'_> {
         if aimed != node {
             value["scheduled"] = json!(node);
             value["why"] = json!(format!(
-                "no client bytes through {node}'s link yet; {aimed}'s carries the most"
+                "no client bytes through {node}'s link now; {aimed}'s carries the most"
             ));
         }
         Ok(value)
