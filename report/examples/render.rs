@@ -22,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &gauntlet_report::html::HtmlOptions {
             title: &input,
             scenario_toml: None,
+            scenario: None,
         },
     );
     let render = t.elapsed();

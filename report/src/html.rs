@@ -40,6 +40,9 @@ pub struct HtmlOptions<'a> {
     pub title: &'a str,
     /// The run's effective scenario, when there is one.
     pub scenario_toml: Option<&'a str>,
+    /// What the scenario says, from its typed form; read leniently from
+    /// `scenario_toml` when absent.
+    pub scenario: Option<&'a scenario::ScenarioInfo>,
 }
 
 const CSS: &str = r#"
@@ -278,7 +281,10 @@ fn draw_faults(
 pub fn render(h: &History, v: &Verdict, opts: &HtmlOptions<'_>) -> String {
     let mut out = String::with_capacity(256 << 10);
     let faults = nemesis::faults(&h.nemesis);
-    let info = opts.scenario_toml.map(scenario::parse).unwrap_or_default();
+    let info = match opts.scenario {
+        Some(i) => i.clone(),
+        None => opts.scenario_toml.map(scenario::parse).unwrap_or_default(),
+    };
     let title = if opts.title.is_empty() {
         "history"
     } else {

@@ -98,12 +98,14 @@ pub fn run_title(run_dir: &Path) -> String {
 }
 
 /// Writes `report.html` and `junit.xml` into a run folder (`gauntlet run` calls
-/// this after writing `history.jsonl` and `verdict.json`).
+/// this after writing `history.jsonl` and `verdict.json`). `scenario` is what
+/// the typed scenario says; without it the page reads `scenario_toml` leniently.
 pub fn write_run_reports(
     run_dir: &Path,
     history: &History,
     verdict: &Verdict,
     scenario_toml: Option<&str>,
+    scenario: Option<&scenario::ScenarioInfo>,
 ) -> Result<(), ReportError> {
     let title = run_title(run_dir);
     let page = html::render(
@@ -112,6 +114,7 @@ pub fn write_run_reports(
         &html::HtmlOptions {
             title: &title,
             scenario_toml,
+            scenario,
         },
     );
     write_file(&run_dir.join("report.html"), &page)?;
@@ -135,10 +138,15 @@ pub struct Rerendered {
 /// Without a verdict.json, or with `recheck`, the history is checked again
 /// against `expect` (else the verdict's `expected`, else at-least-once) and
 /// verdict.json is written.
+///
+/// `scenario` is what the folder's `scenario.toml` says when the caller could
+/// read it as a typed scenario; else the page reads the file leniently (a
+/// folder from an older Gauntlet, or written by hand).
 pub fn rerender_run(
     run_dir: &Path,
     recheck: bool,
     expect: Option<Vec<Guarantee>>,
+    scenario: Option<&scenario::ScenarioInfo>,
 ) -> Result<Rerendered, ReportError> {
     let hist_path = run_dir.join("history.jsonl");
     if !hist_path.is_file() {
@@ -163,7 +171,7 @@ pub fn rerender_run(
             })
         }
     };
-    let scenario = std::fs::read_to_string(run_dir.join("scenario.toml")).ok();
+    let scenario_toml = std::fs::read_to_string(run_dir.join("scenario.toml")).ok();
     let (verdict, rechecked) = match stored {
         Some(v) if !recheck && expect.is_none() => (v, false),
         stored => {
@@ -179,6 +187,12 @@ pub fn rerender_run(
             (v, true)
         }
     };
-    write_run_reports(run_dir, &history, &verdict, scenario.as_deref())?;
+    write_run_reports(
+        run_dir,
+        &history,
+        &verdict,
+        scenario_toml.as_deref(),
+        scenario,
+    )?;
     Ok(Rerendered { verdict, rechecked })
 }

@@ -74,6 +74,25 @@ pub struct ScenarioInfo {
     pub ordering: Option<&'static str>,
 }
 
+impl ScenarioInfo {
+    /// What a typed scenario says (Gauntlet's own runs): its name, broker, delivery
+    /// mode and the guarantees it claims, by name; the ordering is the strongest
+    /// order among them.
+    pub fn from_parts(name: &str, broker: &str, mode: &str, expect: &[&str]) -> ScenarioInfo {
+        let order = ["total-order", "partition-order", "key-order"]
+            .into_iter()
+            .find(|o| expect.contains(o));
+        ScenarioInfo {
+            name: Some(name.to_string()),
+            broker: Some(broker.to_string()),
+            delivery_raw: Some(mode.to_string()),
+            delivery: normalize_delivery(mode),
+            ordering_raw: order.map(|o| format!("{o} (claimed)")),
+            ordering: order.and_then(normalize_ordering),
+        }
+    }
+}
+
 /// Maps a delivery setting as people write it to a mode of the delivery document.
 pub fn normalize_delivery(s: &str) -> Option<&'static str> {
     let t = s.trim().to_ascii_lowercase().replace(['_', ' '], "-");
@@ -195,6 +214,22 @@ fn strongest_order(expect: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_scenario_says_the_same_as_its_file() {
+        let typed = ScenarioInfo::from_parts(
+            "x",
+            "kafka",
+            "exactly-once",
+            &["exactly-once", "key-order", "total-order"],
+        );
+        assert_eq!(typed.delivery, Some("transactional"));
+        assert_eq!(typed.ordering, Some("total"));
+        let file = parse(
+            "name = \"x\"\nbroker = \"kafka\"\nexpect = [\n    \"exactly-once\",\n    \"key-order\",\n    \"total-order\",\n]\n[delivery]\nmode = \"exactly-once\"\n",
+        );
+        assert_eq!(typed, file);
+    }
 
     #[test]
     fn a_gauntlet_scenario_s_ordering_is_the_strongest_it_claims() {

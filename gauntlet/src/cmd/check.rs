@@ -59,6 +59,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             &gauntlet_report::html::HtmlOptions {
                 title: &source,
                 scenario_toml: None,
+                scenario: None,
             },
         );
         std::fs::write(p, page).with_context(|| format!("writing {}", p.display()))?;

@@ -18,7 +18,13 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let expect = (!args.expect.is_empty()).then(|| args.expect.clone());
-    let done = gauntlet_report::rerender_run(&args.run_dir, args.recheck, expect)?;
+    // A folder of this Gauntlet: the typed scenario; else the report reads the
+    // file leniently (an older Gauntlet's folder, or one written by hand).
+    let info = std::fs::read_to_string(args.run_dir.join("scenario.toml"))
+        .ok()
+        .and_then(|t| gauntlet_harness::run::Scenario::from_toml(&t).ok())
+        .map(|s| s.report_info());
+    let done = gauntlet_report::rerender_run(&args.run_dir, args.recheck, expect, info.as_ref())?;
     let dir = args.run_dir.display();
     if done.rechecked {
         println!("wrote {dir}/verdict.json (checked again)");

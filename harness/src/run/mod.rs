@@ -14,7 +14,7 @@ use crate::proxy::Proxy;
 use crate::RunId;
 use faults::{fault_kinds, needs_proxy};
 use folder::io;
-use gauntlet_checkers::{CheckOptions, Guarantee, Incomplete, IncompleteReason, Verdict};
+use gauntlet_checkers::{CheckOptions, Incomplete, IncompleteReason, Verdict};
 use gauntlet_workloads::recorder::WriteFailure;
 use gauntlet_workloads::Recorder;
 use std::path::{Path, PathBuf};
@@ -201,9 +201,9 @@ pub async fn run_with(
     // Ctrl-C: the containers go, then what was recorded is judged (marked
     // interrupted: no `drained` marker) and the run exits with 130.
     let ctrl_c = {
-        let (dir, expect, toml) = (dir.clone(), expect.clone(), scenario.to_toml());
+        let (dir, scenario) = (dir.clone(), scenario.clone());
         docker::on_ctrl_c(run_id.clone(), move || {
-            judge_interrupted(&dir, &expect, &toml, entered.elapsed())
+            judge_interrupted(&dir, &scenario, entered.elapsed())
         })
     };
     let dockerc = docker::connect().await?;
@@ -298,7 +298,7 @@ pub async fn run_with(
             detail: f.to_string(),
         }
     });
-    let verdict = judge(&dir, &expect, &scenario.to_toml(), incomplete)?;
+    let verdict = judge(&dir, scenario, incomplete)?;
     Ok(RunOutcome {
         dir,
         verdict,
@@ -314,10 +314,10 @@ pub async fn run_with(
 /// so the caller still gets the (unknown) verdict to show.
 pub fn judge(
     dir: &Path,
-    expect: &[Guarantee],
-    scenario_toml: &str,
+    scenario: &Scenario,
     incomplete: Option<Incomplete>,
 ) -> Result<Verdict, HarnessError> {
+    let expect = &scenario.expect;
     let history = gauntlet_history::read_path(dir.join("history.jsonl"))
         .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
     let mut verdict = gauntlet_checkers::check(
@@ -343,8 +343,14 @@ pub fn judge(
     )
     .map_err(io("writing", dir))
     .and_then(|()| {
-        gauntlet_report::write_run_reports(dir, &history, &verdict, Some(scenario_toml))
-            .map_err(|e| HarnessError::RunFolder(e.to_string()))
+        gauntlet_report::write_run_reports(
+            dir,
+            &history,
+            &verdict,
+            Some(&scenario.to_toml()),
+            Some(&scenario.report_info()),
+        )
+        .map_err(|e| HarnessError::RunFolder(e.to_string()))
     });
     match written {
         Ok(()) => {}
@@ -358,7 +364,7 @@ pub fn judge(
 
 /// After Ctrl-C (the containers are gone): judges what the run recorded, marked
 /// interrupted, writes `verdict.json` and the reports, prints the summary.
-fn judge_interrupted(dir: &Path, expect: &[Guarantee], scenario_toml: &str, after: Duration) {
+fn judge_interrupted(dir: &Path, scenario: &Scenario, after: Duration) {
     let history = dir.join("history.jsonl");
     if !history.exists() {
         eprintln!("gauntlet: nothing was recorded yet; no verdict");
@@ -371,7 +377,7 @@ fn judge_interrupted(dir: &Path, expect: &[Guarantee], scenario_toml: &str, afte
             after.as_secs_f64()
         ),
     };
-    match judge(dir, expect, scenario_toml, Some(incomplete)) {
+    match judge(dir, scenario, Some(incomplete)) {
         Ok(v) => {
             print!(
                 "{}",

@@ -190,6 +190,19 @@ impl Scenario {
     }
 
     /// The guarantees the run claims (`expect`).
+    /// What the report shows of this scenario (its name, broker, delivery mode
+    /// and the strongest order it claims).
+    pub fn report_info(&self) -> gauntlet_report::scenario::ScenarioInfo {
+        let expect: Vec<&str> = self.expect.iter().map(|g| g.name()).collect();
+        gauntlet_report::scenario::ScenarioInfo::from_parts(
+            &self.name,
+            self.broker.name(),
+            self.delivery.mode.name(),
+            &expect,
+        )
+    }
+
+    /// The guarantees the run claims.
     pub fn guarantees(&self) -> Result<Vec<Guarantee>, HarnessError> {
         Ok(self.expect.clone())
     }
@@ -363,6 +376,23 @@ mod tests {
         assert_eq!(drawn[2].0, "kill-consumer:before-ack");
         // A shorter run (the e2e test's 14 s) keeps the first two.
         assert_eq!(gen("14s").faults, s.faults[..2].to_vec());
+    }
+
+    #[test]
+    fn the_report_reads_from_the_typed_scenario_what_it_reads_from_its_file() {
+        for text in [
+            include_str!("../../../ci/scenario.toml"),
+            include_str!("../../../ci/scenarios/kafka-acks1-inflight5.toml"),
+        ] {
+            let s = Scenario::from_toml(text).expect("scenario");
+            assert_eq!(
+                s.report_info(),
+                gauntlet_report::scenario::parse(&s.to_toml()),
+                "{text}"
+            );
+        }
+        let d = Scenario::default_scenario();
+        assert_eq!(d.report_info().delivery, Some("at-least-once"));
     }
 
     #[test]

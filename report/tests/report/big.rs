@@ -17,6 +17,7 @@ fn page_size_is_bounded() {
         &HtmlOptions {
             title: "big",
             scenario_toml: None,
+            scenario: None,
         },
     );
     let took = t.elapsed();

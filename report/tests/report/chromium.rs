@@ -59,6 +59,7 @@ fn report_opens_in_headless_chromium() {
         &HtmlOptions {
             title: "d5-commit-before-processing",
             scenario_toml: None,
+            scenario: None,
         },
     );
     std::fs::write(&page, html).unwrap();
@@ -113,6 +114,7 @@ fn payloads_create_no_element_in_chromium() {
             &HtmlOptions {
                 title: PAYLOAD,
                 scenario_toml: None,
+                scenario: None,
             },
         ),
     )

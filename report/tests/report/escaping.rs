@@ -12,6 +12,7 @@ fn payloads_stay_inert_in_html() {
         &HtmlOptions {
             title: PAYLOAD,
             scenario_toml: Some("name = \"<script>alert(1)</script>\"\n[delivery]\nmode = \"</td><script>x</script>\"\n"),
+            scenario: None,
         },
     );
     // The report has no script of its own, so any `<script` would be injected.

@@ -18,7 +18,7 @@ fn writes_and_rerenders_a_run_folder() {
     )
     .unwrap();
     // No verdict.json yet: checked (against at-least-once) and written.
-    let done = gauntlet_report::rerender_run(&run, false, None).unwrap();
+    let done = gauntlet_report::rerender_run(&run, false, None, None).unwrap();
     assert!(done.rechecked);
     let page = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(page.contains("<h1>d5-commit / 20261202T101500Z</h1>"));
@@ -36,17 +36,17 @@ fn writes_and_rerenders_a_run_folder() {
         },
     );
     std::fs::write(run.join("verdict.json"), gauntlet_report::verdict_json(&v)).unwrap();
-    let done = gauntlet_report::rerender_run(&run, false, None).unwrap();
+    let done = gauntlet_report::rerender_run(&run, false, None, None).unwrap();
     assert!(!done.rechecked);
     assert_eq!(done.verdict, v);
     // --recheck keeps the verdict's claims.
-    let done = gauntlet_report::rerender_run(&run, true, None).unwrap();
+    let done = gauntlet_report::rerender_run(&run, true, None, None).unwrap();
     assert!(done.rechecked);
     assert_eq!(
         done.verdict.expected,
         vec![Guarantee::AtLeastOnce, Guarantee::TotalOrder]
     );
     // A folder without a history is an error, not a panic.
-    let err = gauntlet_report::rerender_run(&base, false, None).unwrap_err();
+    let err = gauntlet_report::rerender_run(&base, false, None, None).unwrap_err();
     assert!(err.to_string().contains("no history.jsonl"), "{err}");
 }

@@ -43,7 +43,7 @@ fn serves_index_and_files_and_refuses_traversal() {
         run.join("history.jsonl"),
     )
     .unwrap();
-    gauntlet_report::write_run_reports(&run, &h, &v, None).unwrap();
+    gauntlet_report::write_run_reports(&run, &h, &v, None, None).unwrap();
     std::os::unix::fs::symlink("20261202T101500Z", root.join("d5").join("latest")).unwrap();
     std::fs::write(base.join("secret.txt"), "secret").unwrap();
     std::os::unix::fs::symlink("../../secret.txt", root.join("d5").join("escape.txt")).unwrap();

@@ -41,6 +41,7 @@ fn d5_html() {
     let opts = HtmlOptions {
         title: "d5-commit-before-processing",
         scenario_toml: Some("name = \"d5-commit-before-processing\"\nbroker = \"kafka\"\n[delivery]\nmode = \"at-least-once\"\n"),
+        scenario: None,
     };
     let page = render(&h, &v, &opts);
     // Rendering is deterministic.
