@@ -130,6 +130,64 @@ async fn memory_build_round_trip_and_restart_forgets() {
     common::teardown(dep).await;
 }
 
+/// Transactions and read_committed, as rows of a semantics table: an aborted and
+/// a committed transaction on `topic`, then what a read_committed consumer (group
+/// `<group>-rc`) and a read_uncommitted one (`<group>-ru`) get.
+async fn txn_probe(
+    bs: &str,
+    topic: &str,
+    txn_id: &str,
+    group: &str,
+    table: &mut Vec<(&str, String)>,
+) {
+    create_topic(bs, topic).await.expect("create the txn topic");
+    let pt = producer(
+        bs,
+        &[("transactional.id", txn_id), ("enable.idempotence", "true")],
+    );
+    let txn = async {
+        pt.init_transactions(Duration::from_secs(20))
+            .map_err(|e| format!("init: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, topic, "aborted").await?;
+        pt.abort_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("abort: {e}"))?;
+        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
+        produce(&pt, topic, "committed").await?;
+        pt.commit_transaction(Duration::from_secs(20))
+            .map_err(|e| format!("commit: {e}"))?;
+        Ok::<_, String>(())
+    }
+    .await;
+    table.push((
+        "transactions (init/abort/commit)",
+        match &txn {
+            Ok(()) => "ok".into(),
+            Err(e) => format!("error: {e}"),
+        },
+    ));
+    if txn.is_err() {
+        table.push((
+            "read_committed hides aborted",
+            "untested (no transactions)".into(),
+        ));
+        return;
+    }
+    for (level, suffix, row) in [
+        ("read_committed", "rc", "read_committed hides aborted"),
+        ("read_uncommitted", "ru", "read_uncommitted sees aborted"),
+    ] {
+        let c = consumer(
+            bs,
+            &format!("{group}-{suffix}"),
+            &[("isolation.level", level)],
+        );
+        c.subscribe(&[topic]).expect("subscribe");
+        let got = receive(&c, 2, Duration::from_secs(20)).await;
+        table.push((row, format!("{level} consumer got {got:?}")));
+    }
+}
+
 /// Measures, does not judge: prints one line per semantic. Fails only if the basics
 /// (acks=all produce and a group consume) do not work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,58 +250,7 @@ async fn kafka_semantics_of_the_local_build() {
     assert_eq!(first, vec!["g1"], "group consume works");
     drop(c2);
 
-    // transactions and read_committed
-    create_topic(&bs, "txn").await.expect("create txn");
-    let pt = producer(
-        &bs,
-        &[
-            ("transactional.id", "gauntlet-sem"),
-            ("enable.idempotence", "true"),
-        ],
-    );
-    let txn = async {
-        pt.init_transactions(Duration::from_secs(20))
-            .map_err(|e| format!("init: {e}"))?;
-        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
-        produce(&pt, "txn", "aborted").await?;
-        pt.abort_transaction(Duration::from_secs(20))
-            .map_err(|e| format!("abort: {e}"))?;
-        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
-        produce(&pt, "txn", "committed").await?;
-        pt.commit_transaction(Duration::from_secs(20))
-            .map_err(|e| format!("commit: {e}"))?;
-        Ok::<_, String>(())
-    }
-    .await;
-    table.push((
-        "transactions (init/abort/commit)",
-        match &txn {
-            Ok(()) => "ok".into(),
-            Err(e) => format!("error: {e}"),
-        },
-    ));
-    if txn.is_ok() {
-        let rc = consumer(&bs, "sem-rc", &[("isolation.level", "read_committed")]);
-        rc.subscribe(&["txn"]).expect("subscribe");
-        let got = receive(&rc, 2, Duration::from_secs(20)).await;
-        table.push((
-            "read_committed hides aborted",
-            format!("read_committed consumer got {got:?}"),
-        ));
-        let ru = consumer(&bs, "sem-ru", &[("isolation.level", "read_uncommitted")]);
-        ru.subscribe(&["txn"]).expect("subscribe");
-        let got = receive(&ru, 2, Duration::from_secs(20)).await;
-        table.push((
-            "read_uncommitted sees aborted",
-            format!("read_uncommitted consumer got {got:?}"),
-        ));
-    } else {
-        table.push((
-            "read_committed hides aborted",
-            "untested (no transactions)".into(),
-        ));
-    }
-    drop(pt);
+    txn_probe(&bs, "txn", "gauntlet-sem", "sem", &mut table).await;
 
     // durability across SIGKILL + restart
     common::kill_and_restart(&dep, "n1").await;
@@ -345,43 +352,7 @@ async fn kafka_semantics_of_the_durable_cluster() {
     ));
     drop(pi);
 
-    // Transactions and read_committed.
-    create_topic(&bs, "dtxn").await.expect("create dtxn");
-    let pt = producer(
-        &bs,
-        &[
-            ("transactional.id", "gauntlet-dur"),
-            ("enable.idempotence", "true"),
-        ],
-    );
-    let txn = async {
-        pt.init_transactions(Duration::from_secs(20))
-            .map_err(|e| format!("init: {e}"))?;
-        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
-        produce(&pt, "dtxn", "aborted").await?;
-        pt.abort_transaction(Duration::from_secs(20))
-            .map_err(|e| format!("abort: {e}"))?;
-        pt.begin_transaction().map_err(|e| format!("begin: {e}"))?;
-        produce(&pt, "dtxn", "committed").await?;
-        pt.commit_transaction(Duration::from_secs(20))
-            .map_err(|e| format!("commit: {e}"))?;
-        Ok::<_, String>(())
-    }
-    .await;
-    table.push((
-        "transactions (init/abort/commit)",
-        match &txn {
-            Ok(()) => "ok".into(),
-            Err(e) => format!("error: {e}"),
-        },
-    ));
-    if txn.is_ok() {
-        let rc = consumer(&bs, "dur-rc", &[("isolation.level", "read_committed")]);
-        rc.subscribe(&["dtxn"]).expect("subscribe");
-        let got = receive(&rc, 2, Duration::from_secs(20)).await;
-        table.push(("read_committed hides aborted", format!("got {got:?}")));
-    }
-    drop(pt);
+    txn_probe(&bs, "dtxn", "gauntlet-dur", "dur", &mut table).await;
 
     // Durability: one broker, every broker, then PostgreSQL, each SIGKILLed and restarted.
     common::kill_and_restart(&dep, "n1").await;
