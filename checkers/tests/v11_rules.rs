@@ -254,6 +254,67 @@ fn near_miss_an_offset_no_message_holds_is_not_skipped() {
 }
 
 #[test]
+fn shared_group_consumers_are_not_poll_skips_of_each_other() {
+    // Two consumers of group g1 share partition 0 (a NATS pull consumer, a
+    // RabbitMQ queue): 5 is handed offsets 0 and 2, 6 offset 1. The group
+    // skipped nothing, so 5's step from 0 to 2 is no poll-skip.
+    let mut h = three_sends();
+    h.poll_in(5, Some("g1"), vec![at("x", 0, 0, 0)])
+        .poll_in(6, Some("g1"), vec![at("x", 1, 0, 1)])
+        .poll_in(5, Some("g1"), vec![at("x", 2, 0, 2)]);
+    assert_exact(&h.verdict(), &[]);
+}
+
+#[test]
+fn near_miss_a_version_only_another_group_was_delivered_is_skipped() {
+    // The same steps, but offset 1 went to a consumer of another group: g1
+    // never had it, so 5 skipped it (and g1 lost it, by offset). Each group is
+    // judged on its own: g2 had offset 1 only, so it lost offset 0 (a higher
+    // offset reached it), offset 2 is unseen by it, and both groups have a gap.
+    let mut h = three_sends();
+    h.poll_in(5, Some("g1"), vec![at("x", 0, 0, 0)])
+        .poll_in(6, Some("g2"), vec![at("x", 1, 0, 1)])
+        .poll_in(5, Some("g1"), vec![at("x", 2, 0, 2)]);
+    let v = h.verdict();
+    assert_exact(
+        &v,
+        &[(A::PollSkip, 1), (A::Gap, 2), (A::Lost, 2), (A::Unseen, 1)],
+    );
+    assert_eq!(examples(&v, A::PollSkip)[0]["skipped"], json!([1]));
+}
+
+#[test]
+fn near_miss_without_a_named_group_jepsens_rule_stands() {
+    // No group named (Jepsen's histories): whether the consumers share the
+    // partition or each owns it cannot be told, and Jepsen counts the step.
+    let mut h = three_sends();
+    h.poll(5, vec![at("x", 0, 0, 0)])
+        .poll(6, vec![at("x", 1, 0, 1)])
+        .poll(5, vec![at("x", 2, 0, 2)]);
+    assert_exact(&h.verdict(), &[(A::PollSkip, 1)]);
+}
+
+#[test]
+fn near_miss_a_shared_group_skip_lists_only_what_nobody_else_had() {
+    // 5 steps from 0 to 3; 6 (same group) had 1, nobody had 2: a poll-skip
+    // whose `skipped` names 2 only.
+    let mut h = H::default();
+    for i in 0..4 {
+        h.send(0, "ok", at("x", i, 0, i));
+    }
+    h.poll_in(5, Some("g1"), vec![at("x", 0, 0, 0)])
+        .poll_in(6, Some("g1"), vec![at("x", 1, 0, 1)])
+        .poll_in(5, Some("g1"), vec![at("x", 3, 0, 3)]);
+    let v = h.verdict();
+    assert_exact(&v, &[(A::PollSkip, 1), (A::Gap, 1), (A::Lost, 1)]);
+    let ex = &examples(&v, A::PollSkip)[0];
+    assert_eq!(
+        (ex["delta"].clone(), ex["skipped"].clone()),
+        (json!(3), json!([2]))
+    );
+}
+
+#[test]
 fn near_miss_without_offsets_the_kafka_checks_do_not_run() {
     // The same skip with broker ids instead of offsets: no version order, so
     // no Kafka check, and the verdict does not list them at all.
