@@ -7,8 +7,9 @@
 //! and [`images`] builds Gauntlet's own images without any registry.
 //!
 //! [`proxy`] is the client proxy: a TCP proxy between the clients and the nodes,
-//! for the faults on that path. [`run`] is the run pipeline: [`run::run_with`] launches a Docker
-//! deployment (the only backend-specific step), then `run_on` drives the
+//! for the faults on that path. [`run`] is the run pipeline: a [`backend::Backend`]
+//! ([`backend::DockerBackend`] for [`run::run_with`]) launches the deployment (the
+//! only backend-specific step), then `run_on` drives the
 //! schedule, the nemesis, the workers, the final heal, the drain and the teardown
 //! over `&dyn Deployment`, and the history is judged. [`matrix`] runs scenarios
 //! against what each must show.
@@ -17,6 +18,7 @@
 //! `nemesis`. It must not depend on the CLI (the `gauntlet` crate): the CLI calls
 //! in here, never the other way.
 #![warn(missing_docs)]
+pub mod backend;
 pub mod broker;
 pub mod brokers;
 pub mod deployment;

@@ -8,7 +8,7 @@ use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub(super) struct FakeDeployment {
     caps: Capabilities,
     state: Mutex<BTreeMap<String, NodeState>>,
     /// Every call, in order: `kill n1`, `exec n2 iptables -F INPUT ...`, `teardown`.
-    calls: Mutex<Vec<String>>,
+    calls: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeDeployment {
@@ -49,7 +49,7 @@ impl FakeDeployment {
                 net_admin_exec: true,
             },
             state: Mutex::new(state),
-            calls: Mutex::new(Vec::new()),
+            calls: Arc::default(),
         }
     }
 
@@ -61,6 +61,13 @@ impl FakeDeployment {
     pub(super) fn with_storage(mut self) -> Self {
         self.storage = Some("storage".into());
         self.lock_state().insert("storage".into(), NodeState::Up);
+        self
+    }
+
+    /// Records its calls into `calls` (a [`FakeBackend`]'s log, kept after the
+    /// deployment is gone).
+    pub(super) fn sharing_calls(mut self, calls: Arc<Mutex<Vec<String>>>) -> Self {
+        self.calls = calls;
         self
     }
 
@@ -217,6 +224,56 @@ impl Deployment for FakeDeployment {
     }
     async fn teardown(&self) -> Result<()> {
         self.call("teardown".into());
+        Ok(())
+    }
+}
+
+/// A backend that launches [`FakeDeployment`]s: it logs each launch (broker,
+/// node count, run id, logs folder) and each removal, and the deployments it
+/// makes log their calls into the same list.
+#[derive(Default)]
+pub(super) struct FakeBackend {
+    pub(super) calls: Arc<Mutex<Vec<String>>>,
+    /// Launches fail with this message.
+    pub(super) fail_launch: Option<String>,
+}
+
+impl FakeBackend {
+    pub(super) fn calls(&self) -> Vec<String> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::backend::Backend for FakeBackend {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+    async fn launch(&self, spec: crate::docker::ClusterSpec) -> Result<Box<dyn Deployment>> {
+        if let Ok(mut c) = self.calls.lock() {
+            c.push(format!(
+                "launch {} x{} run {} logs {}",
+                spec.broker,
+                spec.node_count(),
+                spec.run_id,
+                spec.logs_dir
+                    .as_ref()
+                    .and_then(|d| d.file_name())
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(m) = &self.fail_launch {
+            return Err(HarnessError::Scenario(m.clone()));
+        }
+        Ok(Box::new(
+            FakeDeployment::new(spec.broker, spec.node_count()).sharing_calls(self.calls.clone()),
+        ))
+    }
+    async fn remove_run(&self, run: &RunId) -> Result<()> {
+        if let Ok(mut c) = self.calls.lock() {
+            c.push(format!("remove-run {run}"));
+        }
         Ok(())
     }
 }

@@ -5,10 +5,11 @@
 //! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
 //! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
 //! `results/<scenario>/latest` points at the newest.
+use crate::backend::{Backend, DockerBackend};
 use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, ImageRef};
 use crate::deployment::Deployment;
-use crate::docker::{self, ClusterSpec, DockerDeployment};
+use crate::docker::ClusterSpec;
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;
@@ -18,6 +19,7 @@ use gauntlet_checkers::{CheckOptions, Incomplete, IncompleteReason, Verdict};
 use gauntlet_workloads::recorder::WriteFailure;
 use gauntlet_workloads::Recorder;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod faults;
@@ -54,7 +56,7 @@ pub struct RunOutcome {
 /// Measurements of a run, for benchmarks.
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
-    /// From the start of [`run_with`] (before Docker is contacted) to the first recorded client op.
+    /// From the start of [`run_with`] (before the backend is contacted) to the first recorded client op.
     pub first_op_after: Option<Duration>,
     /// How long the producers ran.
     pub workload_time: Duration,
@@ -185,6 +187,55 @@ pub async fn run_with(
     opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
     let entered = Instant::now();
+    let backend = Arc::new(DockerBackend::connect().await?);
+    run_with_backend(backend, entered, scenario, exe, progress, opts).await
+}
+
+/// On Ctrl-C: the backend removes what it created for `run`, then `then` runs
+/// (the run judges what was recorded) and the process exits with 130.
+/// The handler goes when the returned guard does (the run ended, or failed
+/// before its end), so a later run in the same process gets its own.
+fn on_ctrl_c(
+    backend: Arc<dyn Backend>,
+    run: RunId,
+    then: impl FnOnce() + Send + 'static,
+) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "gauntlet: interrupted; removing what run {run} created ({})",
+                backend.name()
+            );
+            if let Err(e) = backend.remove_run(&run).await {
+                eprintln!("gauntlet: cleanup failed: {e} (run `gauntlet clean`)");
+            }
+            then();
+            std::process::exit(130);
+        }
+    }))
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The scenario on whatever `backend` launches: the only step that differs
+/// between backends is the launch; everything after it is [`run_on`].
+/// `entered` is when the caller began (the figures' `first_op_after` counts
+/// from it).
+pub async fn run_with_backend(
+    backend: Arc<dyn Backend>,
+    entered: Instant,
+    scenario: &Scenario,
+    exe: &Path,
+    progress: Progress,
+    opts: RunOptions,
+) -> Result<RunOutcome, HarnessError> {
     let kind = scenario.broker;
     scenario.duration()?;
     let expect = scenario.guarantees()?;
@@ -198,15 +249,14 @@ pub async fn run_with(
         folder.stamp,
         std::process::id()
     ));
-    // Ctrl-C: the containers go, then what was recorded is judged (marked
-    // interrupted: no `drained` marker) and the run exits with 130.
+    // Ctrl-C: what the backend created goes, then what was recorded is judged
+    // (marked interrupted: no `drained` marker) and the run exits with 130.
     let ctrl_c = {
         let (dir, scenario) = (dir.clone(), scenario.clone());
-        docker::on_ctrl_c(run_id.clone(), move || {
+        on_ctrl_c(backend.clone(), run_id.clone(), move || {
             judge_interrupted(&dir, &scenario, entered.elapsed())
         })
     };
-    let dockerc = docker::connect().await?;
     let mut spec = ClusterSpec::new(kind)
         .run_id(run_id.clone())
         .logs_dir(dir.join("nodes"))
@@ -242,13 +292,13 @@ pub async fn run_with(
         None
     };
     progress(&format!("deploying {} ({} node(s))...", kind, n_nodes));
-    let deployment = DockerDeployment::launch(&dockerc, spec).await?;
+    let deployment = backend.launch(spec).await?;
     progress(&format!(
         "{kind} ready after {:.1}s",
         started.elapsed().as_secs_f64()
     ));
     if let Some(p) = &proxy {
-        if let Err(e) = connect_proxy(p, &deployment) {
+        if let Err(e) = connect_proxy(p, deployment.as_ref()) {
             let _ = deployment.teardown().await;
             return Err(e);
         }
@@ -259,7 +309,7 @@ pub async fn run_with(
     }
     let ctx = RunContext {
         scenario,
-        deployment: &deployment,
+        deployment: deployment.as_ref(),
         proxy: proxy.as_ref(),
         dir: &dir,
         exe,
@@ -269,7 +319,7 @@ pub async fn run_with(
         opts,
     };
     let result = run_on(&ctx).await;
-    ctrl_c.abort();
+    drop(ctrl_c);
     let Driven {
         sends,
         figures,

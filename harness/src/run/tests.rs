@@ -1,7 +1,7 @@
 //! The run pipeline on a [`FakeDeployment`]: refusals, schedules and replay,
 //! worker restarts, the final heal before the drain, and the teardown. Worker
 //! processes are a small shell script standing in for `gauntlet worker`.
-use super::fake::{FakeDeployment, NodeState};
+use super::fake::{FakeBackend, FakeDeployment, NodeState};
 use super::faults::schedule_for;
 use super::nemesis::{RoleNames, RunCluster};
 use super::queue::finish;
@@ -371,6 +371,77 @@ async fn a_refused_run_tears_down_keeps_the_logs_and_writes_no_history() {
     assert!(e.to_string().contains("speaks the Kafka protocol"), "{e}");
     assert_eq!(d.calls().iter().filter(|c| *c == "teardown").count(), 2);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_run_entry_launches_through_any_backend_and_tears_down_what_it_launched() {
+    // The whole entry (folder, run id, Ctrl-C handler, spec, launch, run_on) on a
+    // backend that is not Docker: a partition on one node is refused after the
+    // launch, and what was launched is torn down with its logs kept.
+    let results = temp("backend");
+    let backend = Arc::new(FakeBackend::default());
+    let s = Scenario {
+        name: "fake-backend".into(),
+        nodes: Some(1),
+        results: results.clone(),
+        ..scenario("redis", &["partition"])
+    };
+    let progress: Progress = Box::new(|_| {});
+    let e = run_with_backend(
+        backend.clone(),
+        Instant::now(),
+        &s,
+        Path::new("/nonexistent/gauntlet"),
+        progress,
+        RunOptions::default(),
+    )
+    .await
+    .expect_err("refused");
+    assert!(e.to_string().contains("needs at least two nodes"), "{e}");
+    let calls = backend.calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(
+        calls[0].starts_with("launch redis x1 run fake-backend-")
+            && calls[0].ends_with(" logs nodes"),
+        "{calls:?}"
+    );
+    assert_eq!(calls[1..], ["collect-logs", "teardown"]);
+    let dir = std::fs::read_dir(results.join("fake-backend"))
+        .expect("the scenario's folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.is_dir() && p.file_name().is_some_and(|f| f != "latest"))
+        .expect("a run folder");
+    assert!(dir.join("scenario.toml").exists());
+    assert!(dir.join("nodes").join("n1.log").exists());
+    assert!(!dir.join("history.jsonl").exists(), "refused before any op");
+
+    // A launch that fails: its error, and nothing to tear down.
+    let failing = Arc::new(FakeBackend {
+        fail_launch: Some("no such host".into()),
+        ..FakeBackend::default()
+    });
+    let progress: Progress = Box::new(|_| {});
+    let e = run_with_backend(
+        failing.clone(),
+        Instant::now(),
+        &scenario_in(&results, "redis"),
+        Path::new("/nonexistent/gauntlet"),
+        progress,
+        RunOptions::default(),
+    )
+    .await
+    .expect_err("launch failed");
+    assert!(e.to_string().contains("no such host"), "{e}");
+    assert_eq!(failing.calls().len(), 1, "{:?}", failing.calls());
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+fn scenario_in(results: &Path, broker: &str) -> Scenario {
+    Scenario {
+        name: "fake-backend-fails".into(),
+        results: results.to_path_buf(),
+        ..scenario(broker, &[])
+    }
 }
 
 #[test]
