@@ -31,6 +31,8 @@ enum Command {
     Images(cmd::images::ImagesCmd),
     /// Remove containers and networks that crashed runs left behind (labelled ones only).
     Clean(cmd::clean::CleanArgs),
+    /// Undo on SSH hosts what a killed run left there (Gauntlet's iptables chain, netem, a paused or stopped broker).
+    Heal(cmd::clean::HealArgs),
     /// Generate big histories and measure reading and checking them (speed, memory).
     Bench(cmd::bench::BenchArgs),
     /// Mutation-fuzz the history reader and the checker for a while.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Worker(args) => cmd::worker::run(args),
         Command::Images(c) => cmd::images::run(c),
         Command::Clean(args) => cmd::clean::run(args),
+        Command::Heal(args) => cmd::clean::heal(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fuzz(args) => cmd::fuzz::run(args),
         Command::Report(args) => cmd::report::run(args),

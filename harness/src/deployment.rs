@@ -100,6 +100,29 @@ pub trait NodeControl: Send + Sync {
         self.exec_checked(node, gauntlet_nemesis::net::UNDELAY_SCRIPT)
             .await
     }
+    /// The IPv4 address other nodes reach `node` at (what a partition drops).
+    /// By default the first IPv4 address `hostname -i` prints inside the node,
+    /// right for a container; a backend whose nodes are hosts knows better
+    /// (`hostname -i` on a Debian host says 127.0.1.1).
+    async fn node_ip(&self, node: &str) -> Result<String> {
+        let out = self
+            .exec(
+                node,
+                &Command::shell("hostname -i"),
+                Duration::from_secs(20),
+            )
+            .await?;
+        out.stdout
+            .split_whitespace()
+            .find(|w| w.parse::<std::net::Ipv4Addr>().is_ok())
+            .map(str::to_string)
+            .ok_or_else(|| crate::error::HarnessError::CommandFailed {
+                node: node.to_string(),
+                cmd: "hostname -i".into(),
+                code: out.exit_code,
+                output: format!("no IPv4 address in {:?}", out.combined()),
+            })
+    }
     /// Run a shell script in `node` (at most 20 s); an error when it fails.
     async fn exec_checked(&self, node: &str, script: &str) -> Result<()> {
         let out = self

@@ -57,6 +57,15 @@ pub enum HarnessError {
         /// The last lines of the node's log.
         log_tail: String,
     },
+    /// Launching a deployment failed after its nodes were created; their logs
+    /// were kept (`<logs>/<node>.log`) before they were removed.
+    #[error("{cause}\n(the log of every node it created is in {})", logs.display())]
+    LaunchFailed {
+        /// What failed.
+        cause: Box<HarnessError>,
+        /// The folder with each node's log.
+        logs: PathBuf,
+    },
     /// A node's container stopped while the harness waited for it to be ready.
     #[error("node {node} exited (status {status}) while starting\n--- last lines of the node's log ---\n{log_tail}")]
     NodeExited {
@@ -90,6 +99,15 @@ pub enum HarnessError {
         code: i64,
         /// What it printed (stdout, then stderr).
         output: String,
+    },
+    /// OpenSSH could not run a command on a host of the inventory (no
+    /// connection, a refused key, no answer in time).
+    #[error("ssh to {host}: {what}")]
+    Ssh {
+        /// The host's address.
+        host: String,
+        /// What went wrong, as ssh said it.
+        what: String,
     },
     /// A command inside a node did not end in time.
     #[error("exec `{cmd}` on node {node} timed out after {waited:?}")]

@@ -28,6 +28,7 @@ pub mod images;
 pub mod matrix;
 pub mod proxy;
 pub mod run;
+pub mod ssh;
 
 pub use broker::{BrokerKind, Capabilities, Command, Flavour, ImageRef, Recipe};
 pub use deployment::{Deployment, Endpoint, ExecOutput, NodeControl};

@@ -1,4 +1,5 @@
 //! `gauntlet clean`: remove containers and networks left by crashed runs (labelled ones only).
+//! `gauntlet heal --hosts`: undo on SSH hosts what a killed run left there.
 use anyhow::Context;
 use clap::Args;
 use gauntlet_harness::RunId;
@@ -42,4 +43,28 @@ pub fn run(args: CleanArgs) -> anyhow::Result<i32> {
         );
         Ok(0)
     })
+}
+
+#[derive(Debug, Args)]
+pub struct HealArgs {
+    /// The inventory of the hosts (hosts.toml).
+    #[arg(long)]
+    pub hosts: std::path::PathBuf,
+}
+
+/// Removes Gauntlet's iptables chain and netem delay on every host of the
+/// inventory, and resumes (SIGCONT) or starts its broker.
+pub fn heal(args: HealArgs) -> anyhow::Result<i32> {
+    let (inventory, remote) = super::run::ssh_backend(&args.hosts)?;
+    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    rt.block_on(gauntlet_harness::ssh::heal_hosts(
+        &inventory,
+        remote.as_ref(),
+    ))?;
+    println!(
+        "healed {} host(s) of {}",
+        inventory.hosts.len(),
+        args.hosts.display()
+    );
+    Ok(0)
 }

@@ -64,6 +64,23 @@ pub struct RunArgs {
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).
     #[arg(long)]
     pub replay: Option<PathBuf>,
+    /// Run against the hosts of this inventory over SSH instead of Docker
+    /// containers (docs/backends.md): a broker already installed there.
+    #[arg(long)]
+    pub hosts: Option<PathBuf>,
+}
+
+/// The SSH backend of `--hosts`, with its control sockets in a short private folder.
+pub fn ssh_backend(
+    path: &std::path::Path,
+) -> anyhow::Result<(
+    gauntlet_harness::ssh::Inventory,
+    std::sync::Arc<gauntlet_harness::ssh::OpenSsh>,
+)> {
+    let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
+    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
+    let remote = gauntlet_harness::ssh::OpenSsh::new(control)?;
+    Ok((inventory, std::sync::Arc::new(remote)))
 }
 
 fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
@@ -173,7 +190,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         "gauntlet run: scenario `{}` on {}{faults}",
         scenario.name, scenario.broker
     );
-    let outcome = rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?;
+    let outcome = match &args.hosts {
+        None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?,
+        Some(path) => {
+            let (inventory, remote) = ssh_backend(path)?;
+            eprintln!(
+                "gauntlet run: on the {} host(s) of {} over SSH",
+                inventory.hosts.len(),
+                path.display()
+            );
+            let backend =
+                std::sync::Arc::new(gauntlet_harness::ssh::SshBackend::new(inventory, remote));
+            rt.block_on(gauntlet_harness::run::run_with_backend(
+                backend,
+                std::time::Instant::now(),
+                &scenario,
+                &exe,
+                progress,
+                gauntlet_harness::run::RunOptions::default(),
+            ))?
+        }
+    };
     print!(
         "{}",
         gauntlet_report::terminal::summary(

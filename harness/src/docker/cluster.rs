@@ -275,9 +275,33 @@ impl DockerDeployment {
             torn_down: AtomicBool::new(false),
         };
         // From here on, an early return drops `dep`, which removes what exists.
-        dep.create(&spec).await?;
-        dep.form().await?;
-        Ok(dep)
+        let launched = async {
+            dep.create(&spec).await?;
+            dep.form().await
+        }
+        .await;
+        match launched {
+            Ok(()) => Ok(dep),
+            Err(cause) => Err(dep.keep_logs_of_failed_launch(cause).await),
+        }
+    }
+
+    /// A launch failed: each node that was created leaves its log in the logs
+    /// folder, and the error says where (the nodes go when `self` is dropped).
+    async fn keep_logs_of_failed_launch(&self, cause: HarnessError) -> HarnessError {
+        let Some(dir) = &self.logs_dir else {
+            return cause;
+        };
+        if self.nodes.is_empty() && self.storage.is_none() {
+            return cause;
+        }
+        match self.collect_logs(dir).await {
+            Ok(written) if !written.is_empty() => HarnessError::LaunchFailed {
+                cause: Box::new(cause),
+                logs: dir.clone(),
+            },
+            _ => cause,
+        }
     }
 
     fn labels(&self, node: Option<&str>) -> HashMap<String, String> {

@@ -274,11 +274,10 @@ impl Cluster for RunCluster<'_> {
             .map_err(|e| nem_err("remove-delay", node, e))
     }
     async fn node_ip(&self, node: &str) -> Result<String, NemesisError> {
-        let out = self.exec(node, "hostname -i").await?;
-        out.split_whitespace()
-            .find(|w| w.parse::<std::net::Ipv4Addr>().is_ok())
-            .map(str::to_string)
-            .ok_or_else(|| nem_err("node-ip", node, format!("no IPv4 address in {out:?}")))
+        self.deployment
+            .node_ip(node)
+            .await
+            .map_err(|e| nem_err("node-ip", node, e))
     }
     async fn kill_consumer(
         &self,

@@ -6,7 +6,8 @@
 use crate::common;
 use gauntlet_harness::broker::BrokerExt;
 use gauntlet_harness::brokers::kafka::MEMORY_IMAGE;
-use gauntlet_harness::{BrokerKind, Deployment, NodeControl};
+use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
@@ -423,4 +424,37 @@ async fn kafka_semantics_of_the_durable_cluster() {
         logs_dir.join("storage.log").exists(),
         "the storage node's log is collected"
     );
+}
+
+/// Issue 17, bad input: a storage node that does not come up (here PostgreSQL
+/// refuses a setting) fails the launch with an error that names the storage
+/// node, shows the end of its log and says where the log of every node it
+/// created was kept; no broker was started, and nothing of the run is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_node_that_does_not_start_fails_the_launch_naming_it() {
+    let docker = docker::connect().await.expect("Docker Engine reachable");
+    let run = RunId::from_name(&format!("test-kafka-nostorage-{}", RunId::generate()));
+    let logs = common::logs_dir(&run);
+    let mut spec = ClusterSpec::new(BrokerKind::Kafka)
+        .run_id(run.clone())
+        .logs_dir(logs.clone())
+        .build_missing_image(true);
+    spec.storage_env = vec!["GAUNTLET_PG_FSYNC=sometimes".into()];
+    let msg = match DockerDeployment::launch(&docker, spec).await {
+        Ok(_) => panic!("PostgreSQL started with fsync=sometimes"),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("{msg}");
+    assert!(msg.contains("node storage exited"), "{msg}");
+    assert!(
+        msg.contains("invalid value for parameter \"fsync\""),
+        "the log's tail says why: {msg}"
+    );
+    assert!(msg.contains(&logs.display().to_string()), "{msg}");
+    assert!(logs.join("storage.log").exists());
+    assert!(!logs.join("n1.log").exists(), "no broker was created");
+    let left = docker::list_labelled(&docker, Some(&run))
+        .await
+        .expect("list labelled");
+    assert!(left.is_empty(), "leftovers of run {run}: {left:?}");
 }

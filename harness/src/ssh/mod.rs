@@ -1,0 +1,601 @@
+//! The SSH backend (Jepsen's model): hosts Gauntlet did not start, listed in an
+//! inventory ([`inventory`]), driven with the system's OpenSSH client. It never
+//! calls the Docker API. Every command it runs is built in [`commands`].
+//!
+//! Built so far: the inventory, the commands, and a [`Deployment`] and
+//! [`Backend`] for brokers that already run on the hosts (`mode = "installed"`);
+//! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
+use crate::backend::Backend;
+use crate::broker::{BrokerKind, Capabilities, Command};
+use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
+use crate::docker::ClusterSpec;
+use crate::error::{HarnessError, Result};
+use crate::RunId;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub mod commands;
+pub mod inventory;
+
+pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
+
+/// Runs a script on a host. [`OpenSsh`] runs it; a recording one prints the plan.
+#[async_trait::async_trait]
+pub trait Remote: Send + Sync {
+    /// Runs `script` with `sh -c` on `host`, at most `timeout`.
+    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput>;
+}
+
+/// The system `ssh`, one master connection per host for the whole run.
+pub struct OpenSsh {
+    control_dir: PathBuf,
+}
+
+impl OpenSsh {
+    /// Control sockets go in `control_dir` (it is created; keep the path short:
+    /// a Unix socket path has about 100 bytes).
+    pub fn new(control_dir: PathBuf) -> Result<Self> {
+        std::fs::create_dir_all(&control_dir).map_err(crate::error::io_err(format!(
+            "creating {}",
+            control_dir.display()
+        )))?;
+        Ok(OpenSsh { control_dir })
+    }
+}
+
+#[async_trait::async_trait]
+impl Remote for OpenSsh {
+    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput> {
+        let argv = commands::ssh_argv(host, &self.control_dir.display().to_string(), script);
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(timeout, cmd.output())
+            .await
+            .map_err(|_| HarnessError::Ssh {
+                host: host.address.clone(),
+                what: format!("no answer within {timeout:?} to: {script}"),
+            })?
+            .map_err(|e| HarnessError::Ssh {
+                host: host.address.clone(),
+                what: format!("running ssh: {e}"),
+            })?;
+        let exit_code = i64::from(out.status.code().unwrap_or(-1));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        // 255 is ssh's own failure (no connection, a refused key), not the script's.
+        if exit_code == 255 {
+            return Err(HarnessError::Ssh {
+                host: host.address.clone(),
+                what: stderr.trim().to_string(),
+            });
+        }
+        Ok(ExecOutput {
+            exit_code,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        })
+    }
+}
+
+/// A broker that already runs on the inventory's hosts.
+pub struct SshDeployment {
+    inventory: Inventory,
+    remote: Arc<dyn Remote>,
+    run_id: RunId,
+    logs_dir: Option<PathBuf>,
+}
+
+/// The inventory's commands of an installed broker.
+struct Installed<'a> {
+    pid: &'a str,
+    start: &'a str,
+    log: &'a str,
+}
+
+impl SshDeployment {
+    /// The deployment of `inventory` for run `run_id`, acting through `remote`.
+    pub fn new(
+        inventory: Inventory,
+        remote: Arc<dyn Remote>,
+        run_id: RunId,
+        logs_dir: Option<PathBuf>,
+    ) -> Result<Self> {
+        if let BrokerSetup::Install { .. } = inventory.setup {
+            return Err(HarnessError::Scenario(
+                "mode = \"install\" is not built yet: install the broker on the hosts and use mode = \"installed\"".into(),
+            ));
+        }
+        Ok(SshDeployment {
+            inventory,
+            remote,
+            run_id,
+            logs_dir,
+        })
+    }
+
+    fn installed(&self) -> Installed<'_> {
+        match &self.inventory.setup {
+            BrokerSetup::Installed {
+                pid, start, log, ..
+            } => Installed { pid, start, log },
+            // Refused in `new`.
+            BrokerSetup::Install { .. } => Installed {
+                pid: "false",
+                start: "false",
+                log: "/dev/null",
+            },
+        }
+    }
+
+    fn host(&self, node: &str) -> Result<&Host> {
+        self.inventory
+            .host(node)
+            .ok_or_else(|| HarnessError::UnknownNode(node.to_string()))
+    }
+
+    /// Runs `script` on `node`'s host (through sudo when the host says so);
+    /// an error when it fails.
+    async fn run_checked(&self, node: &str, script: &str, timeout: Duration) -> Result<String> {
+        let host = self.host(node)?;
+        let out = self
+            .remote
+            .run(host, &commands::privileged(host, script), timeout)
+            .await?;
+        if out.success() {
+            Ok(out.stdout)
+        } else {
+            Err(HarnessError::CommandFailed {
+                node: node.to_string(),
+                cmd: script.to_string(),
+                code: out.exit_code,
+                output: out.combined(),
+            })
+        }
+    }
+
+    /// Whether `node`'s broker runs and takes connections on its client ports.
+    async fn ready_once(&self, node: &str) -> std::result::Result<(), String> {
+        self.run_checked(
+            node,
+            &format!("{} >/dev/null", self.installed().pid),
+            Duration::from_secs(20),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        for e in self.endpoints().iter().filter(|e| e.node == node) {
+            let addr = e.addr();
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                tokio::net::TcpStream::connect(&addr),
+            )
+            .await
+            .map_err(|_| format!("{addr}: no answer"))?
+            .map_err(|err| format!("{addr}: {err}"))?;
+        }
+        Ok(())
+    }
+}
+
+const STEP: Duration = Duration::from_secs(20);
+
+#[async_trait::async_trait]
+impl NodeControl for SshDeployment {
+    async fn kill(&self, node: &str) -> Result<()> {
+        self.run_checked(node, &commands::kill(self.installed().pid), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn stop(&self, node: &str, grace: Duration) -> Result<()> {
+        let script = commands::stop(self.installed().pid, grace.as_secs());
+        self.run_checked(node, &script, grace + STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn start(&self, node: &str) -> Result<()> {
+        self.run_checked(node, self.installed().start, STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn restart(&self, node: &str, grace: Duration) -> Result<()> {
+        self.stop(node, grace).await?;
+        self.start(node).await
+    }
+    async fn pause(&self, node: &str) -> Result<()> {
+        self.run_checked(node, &commands::signal(self.installed().pid, "STOP"), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn unpause(&self, node: &str) -> Result<()> {
+        self.run_checked(node, &commands::signal(self.installed().pid, "CONT"), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput> {
+        let host = self.host(node)?;
+        let line: Vec<String> = command.argv.iter().map(|a| commands::quote(a)).collect();
+        let script = match &command.user {
+            Some(u) => format!("sudo -n -u {} {}", commands::quote(u), line.join(" ")),
+            None => commands::privileged(host, &line.join(" ")),
+        };
+        self.remote.run(host, &script, timeout).await
+    }
+    async fn drop_traffic(&self, node: &str, ips: &[String], outbound: bool) -> Result<()> {
+        self.run_checked(node, &commands::drop_traffic(ips, outbound), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn heal_traffic(&self, node: &str) -> Result<()> {
+        self.run_checked(node, &commands::heal_traffic(), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn add_delay(&self, node: &str, ms: u32) -> Result<()> {
+        let i = self.host(node)?.interface.clone();
+        self.run_checked(node, &commands::add_delay(&i, ms), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn remove_delay(&self, node: &str) -> Result<()> {
+        let i = self.host(node)?.interface.clone();
+        self.run_checked(node, &commands::remove_delay(&i), STEP)
+            .await
+            .map(|_| ())
+    }
+    async fn node_ip(&self, node: &str) -> Result<String> {
+        let host = self.host(node)?;
+        if host.address.parse::<std::net::Ipv4Addr>().is_ok() {
+            return Ok(host.address.clone());
+        }
+        // A name: what this machine resolves it to, as the clients do.
+        tokio::net::lookup_host((host.address.as_str(), host.port))
+            .await
+            .ok()
+            .and_then(|mut a| a.find(|a| a.is_ipv4()))
+            .map(|a| a.ip().to_string())
+            .ok_or_else(|| HarnessError::Ssh {
+                host: host.address.clone(),
+                what: "no IPv4 address for this name".into(),
+            })
+    }
+}
+
+#[async_trait::async_trait]
+impl Deployment for SshDeployment {
+    fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+    fn broker(&self) -> BrokerKind {
+        self.inventory.broker
+    }
+    fn nodes(&self) -> Vec<String> {
+        self.inventory.nodes()
+    }
+    fn endpoints(&self) -> Vec<Endpoint> {
+        let BrokerSetup::Installed { ports, .. } = &self.inventory.setup else {
+            return Vec::new();
+        };
+        self.inventory
+            .nodes()
+            .into_iter()
+            .zip(&self.inventory.hosts)
+            .flat_map(|(node, h)| {
+                ports.iter().map(move |(name, port)| Endpoint {
+                    node: node.clone(),
+                    port_name: name.clone(),
+                    host: h.address.clone(),
+                    port: *port,
+                })
+            })
+            .collect()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            max_nodes: self.inventory.hosts.len(),
+            // The broker's own disk: what it keeps is what it keeps.
+            durable_across_restart: true,
+            replicated: self.inventory.hosts.len() > 1,
+            transactions: self.inventory.broker == BrokerKind::Kafka,
+            process_faults: true,
+            pause: true,
+            net_admin_exec: true,
+        }
+    }
+    async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let last = match self.ready_once(node).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if started.elapsed() >= timeout {
+                return Err(HarnessError::NotReady {
+                    node: node.to_string(),
+                    waited: started.elapsed(),
+                    probe: "the broker's pid command, then a TCP connect to each client port"
+                        .into(),
+                    probe_output: last,
+                    log_tail: self
+                        .run_checked(
+                            node,
+                            &format!("tail -n 40 {}", commands::quote(self.installed().log)),
+                            STEP,
+                        )
+                        .await
+                        .unwrap_or_default(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    async fn wait_cluster_ready(&self, timeout: Duration) -> Result<()> {
+        for n in self.nodes() {
+            self.wait_ready(&n, timeout).await?;
+        }
+        Ok(())
+    }
+    async fn collect_logs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(crate::error::io_err(format!("creating {}", dir.display())))?;
+        let mut written = Vec::new();
+        for n in self.nodes() {
+            // The last 8 MiB: a long-lived broker's log can be large.
+            let text = self
+                .run_checked(
+                    &n,
+                    &format!("tail -c 8388608 {}", commands::quote(self.installed().log)),
+                    Duration::from_secs(60),
+                )
+                .await?;
+            let path = dir.join(format!("{n}.log"));
+            tokio::fs::write(&path, text)
+                .await
+                .map_err(crate::error::io_err(format!("writing {}", path.display())))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+    async fn teardown(&self) -> Result<()> {
+        // An installed broker stays; what the faults changed is undone.
+        let logs = match &self.logs_dir {
+            Some(d) => self.collect_logs(d).await.map(|_| ()),
+            None => Ok(()),
+        };
+        heal_hosts(&self.inventory, self.remote.as_ref()).await?;
+        logs
+    }
+}
+
+/// Undoes on every host what a run may have left: Gauntlet's iptables chain,
+/// a netem delay, a paused broker (SIGCONT), a stopped one (its start command).
+/// For `gauntlet heal --hosts` after a harness was killed, and every teardown.
+pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()> {
+    let mut first_error = None;
+    for h in &inventory.hosts {
+        let mut script = vec![
+            commands::heal_traffic(),
+            commands::remove_delay(&h.interface),
+        ];
+        if let BrokerSetup::Installed { pid, start, .. } = &inventory.setup {
+            script.push(format!(
+                "(p=$({pid} | head -n 1); if [ -n \"$p\" ]; then kill -CONT \"$p\"; else {start}; fi)"
+            ));
+        }
+        let s = commands::privileged(h, &script.join("; "));
+        match remote.run(h, &s, Duration::from_secs(60)).await {
+            Ok(out) if out.success() => {}
+            Ok(out) => {
+                first_error.get_or_insert(HarnessError::Ssh {
+                    host: h.address.clone(),
+                    what: format!("heal exited {}: {}", out.exit_code, out.combined()),
+                });
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Brokers on the inventory's hosts.
+pub struct SshBackend {
+    inventory: Inventory,
+    remote: Arc<dyn Remote>,
+}
+
+impl SshBackend {
+    /// The backend of `inventory`, acting through `remote`.
+    pub fn new(inventory: Inventory, remote: Arc<dyn Remote>) -> Self {
+        SshBackend { inventory, remote }
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for SshBackend {
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+    async fn launch(&self, spec: ClusterSpec) -> Result<Box<dyn Deployment>> {
+        if spec.broker != self.inventory.broker {
+            return Err(HarnessError::Scenario(format!(
+                "the scenario is for {} and the inventory's broker is {}",
+                spec.broker, self.inventory.broker
+            )));
+        }
+        if let Some(n) = spec.nodes {
+            if n != self.inventory.hosts.len() {
+                return Err(HarnessError::Scenario(format!(
+                    "the scenario asks for {n} nodes and the inventory has {} hosts",
+                    self.inventory.hosts.len()
+                )));
+            }
+        }
+        let d = SshDeployment::new(
+            self.inventory.clone(),
+            self.remote.clone(),
+            spec.run_id.clone(),
+            spec.logs_dir.clone(),
+        )?;
+        let timeout = spec
+            .ready_timeout
+            .unwrap_or_else(|| crate::broker::BrokerExt::recipe(spec.broker).ready_timeout());
+        d.wait_cluster_ready(timeout).await?;
+        Ok(Box::new(d))
+    }
+    async fn remove_run(&self, _run: &RunId) -> Result<()> {
+        heal_hosts(&self.inventory, self.remote.as_ref()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Records every script with its host; answers from `pid` for pid commands.
+    #[derive(Default)]
+    struct Recording {
+        runs: Mutex<Vec<(String, String)>>,
+        fail_host: Option<String>,
+    }
+
+    impl Recording {
+        fn runs(&self) -> Vec<(String, String)> {
+            self.runs.lock().map(|r| r.clone()).unwrap_or_default()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Remote for Recording {
+        async fn run(&self, host: &Host, script: &str, _t: Duration) -> Result<ExecOutput> {
+            if let Ok(mut r) = self.runs.lock() {
+                r.push((host.address.clone(), script.to_string()));
+            }
+            if self.fail_host.as_deref() == Some(host.address.as_str()) {
+                return Err(HarnessError::Ssh {
+                    host: host.address.clone(),
+                    what: "Connection refused".into(),
+                });
+            }
+            Ok(ExecOutput {
+                exit_code: 0,
+                stdout: "4242\n".into(),
+                stderr: String::new(),
+            })
+        }
+    }
+
+    fn inventory(sudo_on_second: bool) -> Inventory {
+        Inventory::parse(&format!(
+            "[[host]]\naddress = \"10.0.0.11\"\n[[host]]\naddress = \"10.0.0.12\"\nsudo = {sudo_on_second}\ninterface = \"ens4\"\n\
+             [broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
+             start = \"redis-server /etc/redis.conf\"\nlog = \"/var/log/redis.log\"\nports = {{ client = 6379 }}\n"
+        ))
+        .expect("inventory")
+    }
+
+    fn deployment(rec: &Arc<Recording>, sudo: bool) -> SshDeployment {
+        let remote: Arc<dyn Remote> = rec.clone();
+        SshDeployment::new(inventory(sudo), remote, RunId::from_name("t"), None)
+            .expect("deployment")
+    }
+
+    #[tokio::test]
+    async fn each_fault_runs_its_command_on_its_host_only() {
+        let rec = Arc::new(Recording::default());
+        let d = deployment(&rec, true);
+        d.kill("n1").await.expect("kill");
+        d.pause("n2").await.expect("pause");
+        d.drop_traffic("n1", &["10.0.0.12".into()], false)
+            .await
+            .expect("drop");
+        d.add_delay("n2", 80).await.expect("delay");
+        let runs = rec.runs();
+        assert_eq!(runs.len(), 4);
+        assert_eq!(
+            runs[0],
+            ("10.0.0.11".into(), commands::kill("pgrep -x redis-server"))
+        );
+        assert_eq!(runs[1].0, "10.0.0.12");
+        assert_eq!(
+            runs[1].1,
+            format!(
+                "sudo -n sh -c {}",
+                commands::quote(&commands::signal("pgrep -x redis-server", "STOP"))
+            )
+        );
+        assert_eq!(
+            runs[2],
+            (
+                "10.0.0.11".into(),
+                commands::drop_traffic(&["10.0.0.12".into()], false)
+            )
+        );
+        assert!(
+            runs[3]
+                .1
+                .contains("tc qdisc add dev ens4 root netem delay 80ms"),
+            "{:?}",
+            runs[3]
+        );
+        assert!(d.kill("n3").await.is_err(), "no third host");
+        assert_eq!(d.node_ip("n2").await.expect("ip"), "10.0.0.12");
+        assert_eq!(
+            d.endpoints().iter().map(Endpoint::addr).collect::<Vec<_>>(),
+            vec!["10.0.0.11:6379", "10.0.0.12:6379"]
+        );
+    }
+
+    #[tokio::test]
+    async fn heal_reaches_every_host_and_reports_the_one_it_could_not() {
+        let rec = Arc::new(Recording {
+            fail_host: Some("10.0.0.11".into()),
+            ..Recording::default()
+        });
+        let e = heal_hosts(&inventory(false), rec.as_ref())
+            .await
+            .expect_err("host 1 unreachable");
+        assert!(e.to_string().contains("10.0.0.11"), "{e}");
+        let runs = rec.runs();
+        assert_eq!(runs.len(), 2, "the second host is healed all the same");
+        let s = &runs[1].1;
+        assert!(s.contains(&commands::heal_traffic()), "{s}");
+        assert!(s.contains("tc qdisc del dev ens4 root netem"), "{s}");
+        assert!(
+            s.contains("kill -CONT") && s.contains("redis-server /etc/redis.conf"),
+            "{s}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_backend_refuses_what_the_inventory_cannot_give() {
+        let rec: Arc<dyn Remote> = Arc::new(Recording::default());
+        let b = SshBackend::new(inventory(false), rec.clone());
+        let e = b
+            .launch(ClusterSpec::new(BrokerKind::RabbitMq))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("inventory's broker is redis"), "{e}");
+        let e = b
+            .launch(ClusterSpec::new(BrokerKind::Redis).nodes(3))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("2 hosts"), "{e}");
+        let install = Inventory::parse(
+            "[[host]]\naddress = \"h\"\n[broker]\nkind = \"nats\"\nmode = \"install\"\n",
+        )
+        .expect("inventory");
+        let e = SshDeployment::new(install, rec, RunId::from_name("t"), None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("not built yet"), "{e}");
+    }
+}
