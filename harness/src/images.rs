@@ -113,6 +113,29 @@ pub const STORAGE_ROOTFS: Rootfs = Rootfs {
     adds: "nothing more",
 };
 
+/// Machines for the SSH backend's real test: Debian bookworm with OpenSSH's
+/// server and Redis, and nothing of Gauntlet's. The host keys are removed, so
+/// each container makes its own (`ssh-keygen -A`) when it starts.
+pub const SSH_HOST_ROOTFS: Rootfs = Rootfs {
+    name: "sshhost-rootfs",
+    suite: SUITE,
+    packages: &[
+        "openssh-server",
+        "redis-server",
+        "iproute2",
+        "iptables",
+        "procps",
+        "tini",
+    ],
+    script: "set -eu
+rm -f /etc/ssh/ssh_host_*
+mkdir -p /run/sshd
+apt-get clean
+rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
+",
+    adds: "nothing more",
+};
+
 /// PostgreSQL's programs in the storage image.
 pub const PG_BIN: &str = "/usr/lib/postgresql/17/bin";
 
@@ -226,23 +249,55 @@ pub async fn ensure_storage_image(
     opts: &BuildOptions,
     progress: &dyn Progress,
 ) -> Result<ImageStatus> {
-    let image = storage_image();
-    let hash = rootfs_hash(&STORAGE_ROOTFS);
+    ensure_rootfs_image(docker, &STORAGE_ROOTFS, storage_image(), opts, progress).await
+}
+
+/// `gauntlet/sshhost:<first 12 of its hash>`: a machine for the SSH backend's test.
+pub fn ssh_host_image() -> String {
+    format!("gauntlet/sshhost:{}", &rootfs_hash(&SSH_HOST_ROOTFS)[..12])
+}
+
+/// Makes sure [`ssh_host_image`] exists (debootstrap, cached, imported).
+pub async fn ensure_ssh_host_image(
+    docker: &Docker,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<ImageStatus> {
+    ensure_rootfs_image(docker, &SSH_HOST_ROOTFS, ssh_host_image(), opts, progress).await
+}
+
+/// Makes sure `image` exists as the import of `rootfs` (its recipe hash in the
+/// label); debootstraps the rootfs when its cache is missing.
+async fn ensure_rootfs_image(
+    docker: &Docker,
+    rootfs: &Rootfs,
+    image: String,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<ImageStatus> {
+    let hash = rootfs_hash(rootfs);
+    // The status names the broker the image serves: Kafka for the storage node,
+    // Redis for the SSH hosts (they run it).
+    let broker = if rootfs.name == STORAGE_ROOTFS.name {
+        BrokerKind::Kafka
+    } else {
+        BrokerKind::Redis
+    };
     if let Some((label, size)) = image_recipe(docker, &image).await? {
         if label == hash && !opts.force {
             progress.line(&format!("{image}: present"));
             return Ok(ImageStatus {
-                broker: BrokerKind::Kafka,
+                broker,
                 image,
                 cached: true,
                 size,
             });
         }
     }
-    let rootfs = ensure_rootfs(&STORAGE_ROOTFS, opts, progress).await?;
+    let dir = ensure_rootfs(rootfs, opts, progress).await?;
     let t = Instant::now();
-    progress.line(&format!("{image}: importing {}", rootfs.display()));
-    import_rootfs(docker, &rootfs, &image, &hash).await?;
+    progress.line(&format!("{image}: importing {}", dir.display()));
+    import_rootfs(docker, &dir, &image, &hash).await?;
     let size = image_recipe(docker, &image).await?.map_or(0, |(_, s)| s);
     progress.line(&format!(
         "{image}: imported in {:.1}s ({} MB)",
@@ -250,7 +305,7 @@ pub async fn ensure_storage_image(
         size / 1_000_000
     ));
     Ok(ImageStatus {
-        broker: BrokerKind::Kafka,
+        broker,
         image,
         cached: false,
         size,

@@ -10,7 +10,8 @@ use std::time::Instant;
 pub enum ImagesCmd {
     /// Build the local broker images that are missing (cached: a second call is quick).
     Build {
-        /// Only this broker (rabbitmq, nats, redis, kafka, sqs).
+        /// Only this broker (rabbitmq, nats, redis, kafka, sqs). Without it: every
+        /// broker, the Kafka storage node and the SSH test hosts (tests/e2e/ssh.rs).
         #[arg(long)]
         broker: Option<String>,
         /// Rebuild even when images with the current recipe exist.
@@ -27,7 +28,7 @@ pub fn run(cmd: ImagesCmd) -> anyhow::Result<i32> {
         let docker = gauntlet_harness::docker::connect().await?;
         match cmd {
             ImagesCmd::Build { broker, force } => {
-                let brokers = match broker {
+                let brokers = match &broker {
                     Some(b) => vec![b.parse::<BrokerKind>()?],
                     None => BrokerKind::ALL.to_vec(),
                 };
@@ -36,9 +37,17 @@ pub fn run(cmd: ImagesCmd) -> anyhow::Result<i32> {
                     ..BuildOptions::default()
                 };
                 let t = Instant::now();
-                let built = images::ensure_images(&docker, &brokers, &opts, &StderrProgress)
+                let mut built = images::ensure_images(&docker, &brokers, &opts, &StderrProgress)
                     .await
                     .context("building images")?;
+                if broker.is_none() {
+                    // The machines of the SSH backend's test (tests/e2e/ssh.rs).
+                    built.push(
+                        images::ensure_ssh_host_image(&docker, &opts, &StderrProgress)
+                            .await
+                            .context("building the SSH test hosts' image")?,
+                    );
+                }
                 for s in &built {
                     println!(
                         "{:<10} {:<34} {:>5} MB  {}",

@@ -16,4 +16,5 @@ mod log;
 mod matrix;
 mod network;
 mod process;
+mod ssh;
 mod txn;

@@ -54,6 +54,45 @@ for lp in (19092, 9092):
 sys.exit("no listener")
 "#;
 
+/// Readiness of a tansu broker on PostgreSQL: a Metadata request (v1, every
+/// topic) answered with at least one broker and no topic error. Prints
+/// `brokers N topics M`.
+const READY_METADATA: &str = r#"
+import socket, struct, sys
+st = lambda b: struct.pack(">h", len(b)) + b
+c = socket.create_connection(("127.0.0.1", 9092), 2)
+c.settimeout(8)
+body = struct.pack(">hhi", 3, 1, 7) + st(b"gauntlet-ready") + struct.pack(">i", -1)
+c.sendall(struct.pack(">i", len(body)) + body)
+def rd(n):
+    b = b""
+    while len(b) < n:
+        x = c.recv(n - len(b))
+        if not x:
+            sys.exit("connection closed")
+        b += x
+    return b
+r = rd(struct.unpack(">i", rd(4))[0])
+(corr, nb) = struct.unpack(">ii", r[:8])
+i = 8
+for _ in range(nb):
+    (node, hl) = struct.unpack(">ih", r[i:i + 6]); i += 6 + hl + 4
+    (rl,) = struct.unpack(">h", r[i:i + 2]); i += 2 + max(rl, 0)
+(ctrl, nt) = struct.unpack(">ii", r[i:i + 8]); i += 8
+errs = []
+for _ in range(nt):
+    (err, nl) = struct.unpack(">hh", r[i:i + 4]); name = r[i + 4:i + 4 + nl].decode(); i += 4 + nl + 1
+    (np,) = struct.unpack(">i", r[i:i + 4]); i += 4
+    for _ in range(np):
+        (perr, pid, leader, nr) = struct.unpack(">hiii", r[i:i + 14]); i += 14 + 4 * nr
+        (ni,) = struct.unpack(">i", r[i:i + 4]); i += 4 + 4 * ni
+    if err:
+        errs.append("%s: error %d" % (name, err))
+if nb < 1 or errs:
+    sys.exit("metadata: %d brokers; %s" % (nb, ", ".join(errs)))
+print("brokers %d topics %d" % (nb, nt))
+"#;
+
 /// The node a FindCoordinator answer names: on the inter-broker listener the host is
 /// the node's name; on the client listener (tansu's only one, a single node that
 /// advertises the clients' address) it is the node that was asked.
@@ -244,6 +283,11 @@ impl Recipe for Tansu {
     }
     fn node_ready(&self, ctx: &ClusterContext, _index: usize) -> Probe {
         match ctx.flavour {
+            // The durable build answers Metadata from PostgreSQL: a broker whose
+            // storage is away is not ready, even while it listens.
+            Flavour::Gauntlet if !is_memory(ctx) => {
+                Probe::prints(Command::new(&["python3", "-c", READY_METADATA]), "brokers ")
+            }
             Flavour::Gauntlet => Probe::exits_zero(Command::new(&[
                 "python3",
                 "-c",

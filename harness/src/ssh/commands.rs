@@ -49,6 +49,10 @@ pub fn ssh_argv(host: &Host, control_dir: &str, script: &str) -> Vec<String> {
         "-p".into(),
         host.port.to_string(),
     ];
+    if let Some(f) = &host.known_hosts_file {
+        a.push("-o".into());
+        a.push(format!("UserKnownHostsFile={}", f.display()));
+    }
     if let Some(id) = &host.identity {
         a.push("-i".into());
         a.push(id.display().to_string());
@@ -149,6 +153,7 @@ mod tests {
             user: Some("ops".into()),
             identity: Some("/keys/id".into()),
             known_hosts: KnownHosts::Strict,
+            known_hosts_file: Some("/keys/known".into()),
             interface: "ens3".into(),
             sudo: false,
         }
@@ -184,7 +189,9 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("-p 2222 -i /keys/id -o IdentitiesOnly=yes -l ops 10.0.0.11 --"),
+            line.contains(
+                "-p 2222 -o UserKnownHostsFile=/keys/known -i /keys/id -o IdentitiesOnly=yes -l ops 10.0.0.11 --"
+            ),
             "{line}"
         );
         assert_eq!(a.last().map(String::as_str), Some("sh -c 'kill -KILL 7'"));

@@ -9,6 +9,7 @@
 //! user = "gauntlet"           # default: ssh's own (the user's ~/.ssh/config)
 //! identity = "~/.ssh/gauntlet_ed25519"   # optional
 //! known_hosts = "strict"      # "strict" (default) or "accept-new"
+//! known_hosts_file = "/etc/gauntlet/known_hosts"   # optional; ssh's own by default
 //! interface = "eth0"          # for netem; default eth0
 //! sudo = false                # true: iptables, tc and kill through `sudo -n`
 //!
@@ -67,6 +68,9 @@ pub struct Host {
     /// Host key policy.
     #[serde(default)]
     pub known_hosts: KnownHosts,
+    /// The known_hosts file to check keys against; ssh's own when absent.
+    #[serde(default)]
+    pub known_hosts_file: Option<PathBuf>,
     /// The network interface netem delays on.
     #[serde(default = "default_interface")]
     pub interface: String,

@@ -447,7 +447,7 @@ async fn a_storage_node_that_does_not_start_fails_the_launch_naming_it() {
     eprintln!("{msg}");
     assert!(msg.contains("node storage exited"), "{msg}");
     assert!(
-        msg.contains("invalid value for parameter \"fsync\""),
+        msg.contains("parameter \"fsync\" requires a Boolean value"),
         "the log's tail says why: {msg}"
     );
     assert!(msg.contains(&logs.display().to_string()), "{msg}");
@@ -457,4 +457,70 @@ async fn a_storage_node_that_does_not_start_fails_the_launch_naming_it() {
         .await
         .expect("list labelled");
     assert!(left.is_empty(), "leftovers of run {run}: {left:?}");
+}
+
+/// Issue 17, faults: a broker that cannot reach PostgreSQL fails its readiness
+/// with an error that names the broker: with PostgreSQL frozen it listens but
+/// answers no Metadata (not ready, with the probe's output and its log); with
+/// PostgreSQL gone it exits on start, and its log says it is the storage. Once
+/// PostgreSQL is back, the same broker comes up again and serves what was
+/// stored before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_cannot_reach_postgresql_fails_readiness_naming_it() {
+    let dep = common::launch(BrokerKind::Kafka, None).await;
+    let addrs = dep.addrs("kafka");
+    let bs = addrs.join(",");
+    common::retry("create topic", Duration::from_secs(60), || {
+        create_topic(&bs, "reach")
+    })
+    .await;
+    let p = producer(&bs, &[]);
+    let stored = produce(&p, "reach", "before").await;
+    assert!(stored.is_ok(), "{stored:?}");
+    drop(p);
+
+    // Storage frozen, broker running and listening: not ready (its readiness
+    // asks for Metadata, which tansu reads from PostgreSQL).
+    dep.pause("storage").await.expect("pause the storage node");
+    let frozen = dep.wait_ready("n1", Duration::from_secs(12)).await;
+    dep.unpause("storage")
+        .await
+        .expect("unpause the storage node");
+    let msg = frozen.err().map(|e| e.to_string()).unwrap_or_default();
+    eprintln!("{msg}");
+    assert!(msg.contains("node n1 not ready"), "{msg}");
+
+    // Storage gone: the restarted broker exits, and says why.
+    dep.kill("storage").await.expect("kill the storage node");
+    dep.kill("n1").await.expect("kill n1");
+    dep.start("n1").await.expect("start n1");
+    let msg = match dep.wait_ready("n1", Duration::from_secs(60)).await {
+        Ok(()) => panic!("n1 ready without its storage"),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("{msg}");
+    assert!(msg.contains("node n1 "), "names the broker: {msg}");
+    assert!(
+        msg.contains("Storage(Pool"),
+        "the broker's log says it is the storage: {msg}"
+    );
+
+    dep.start("storage").await.expect("start the storage node");
+    dep.wait_ready("storage", Duration::from_secs(60))
+        .await
+        .expect("storage back");
+    dep.start("n1").await.expect("start n1 again");
+    dep.wait_cluster_ready(Duration::from_secs(120))
+        .await
+        .expect("n1 back with its storage");
+    let got = read_all(
+        &addrs[0],
+        "reach",
+        "reach-after",
+        1,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(got, vec!["before".to_string()], "served through n1 again");
+    common::teardown(dep).await;
 }

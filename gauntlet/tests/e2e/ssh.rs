@@ -1,0 +1,376 @@
+//! The SSH backend for real (issue 19): three containers from Gauntlet's SSH host
+//! image (OpenSSH's server and Redis from Debian), each with a key generated
+//! here, and from then on treated only as SSH hosts: their addresses, port 22,
+//! the key and a known_hosts file filled by `ssh-keyscan` (strict checking).
+//! Redis is started on them over SSH (`mode = "installed"`: n1 primary, n2 and
+//! n3 its replicas), then `gauntlet run --hosts` drives them: a run with
+//! kill-consumer, partition and restart-broker stays valid, the at-most-once
+//! negative control is caught, and `gauntlet heal --hosts` undoes a partition
+//! that a SIGKILLed Gauntlet left.
+use crate::common::{count, no_leftovers, report, results_dir, Run};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Three SSH hosts in containers labelled with a run id of their own; removed
+/// (by id) when dropped.
+struct Hosts {
+    dir: PathBuf,
+    network: String,
+    containers: Vec<String>,
+    ips: Vec<String>,
+}
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().expect("docker");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+const BOOT: &str = "ssh-keygen -A >/dev/null && install -d -m 700 /root/.ssh /run/sshd && \
+    printf '%s\\n' \"$KEY\" > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys && \
+    exec /usr/sbin/sshd -D -e";
+
+impl Hosts {
+    fn start(name: &str) -> Hosts {
+        let dir = results_dir(&format!("ssh-hosts-{name}"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let key = dir.join("id");
+        let out = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "gauntlet-test", "-f"])
+            .arg(&key)
+            .output()
+            .expect("ssh-keygen");
+        assert!(out.status.success(), "{out:?}");
+        let public = std::fs::read_to_string(dir.join("id.pub")).expect("id.pub");
+        let run = format!("test-ssh-{}-{name}", std::process::id());
+        let label = format!("gauntlet.run={run}");
+        let image = gauntlet_harness::images::ssh_host_image();
+        let network = docker(&[
+            "network",
+            "create",
+            "--label",
+            &label,
+            &format!("gauntlet-{run}"),
+        ]);
+        let mut hosts = Hosts {
+            dir,
+            network,
+            containers: Vec::new(),
+            ips: Vec::new(),
+        };
+        for i in 1..=3 {
+            let id = docker(&[
+                "run",
+                "-d",
+                "--label",
+                &label,
+                "--label",
+                &format!("gauntlet.node=n{i}"),
+                "--network",
+                &hosts.network,
+                "--hostname",
+                &format!("h{i}"),
+                "--cap-add",
+                "NET_ADMIN",
+                "-e",
+                &format!("KEY={}", public.trim()),
+                "--entrypoint",
+                "/usr/bin/tini",
+                &image,
+                "--",
+                "sh",
+                "-c",
+                BOOT,
+            ]);
+            hosts.containers.push(id);
+        }
+        for id in &hosts.containers {
+            let ip = docker(&[
+                "inspect",
+                "-f",
+                "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                id,
+            ]);
+            hosts.ips.push(ip);
+        }
+        // Host keys, as an operator would record them before trusting the hosts.
+        let mut known = String::new();
+        for ip in &hosts.ips {
+            let t = Instant::now();
+            loop {
+                let out = Command::new("ssh-keyscan")
+                    .args(["-T", "2", "-t", "ed25519", ip])
+                    .output()
+                    .expect("ssh-keyscan");
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                if !text.trim().is_empty() {
+                    known.push_str(&text);
+                    break;
+                }
+                assert!(t.elapsed() < Duration::from_secs(60), "no sshd on {ip}");
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+        std::fs::write(hosts.dir.join("known_hosts"), known).expect("known_hosts");
+        hosts
+    }
+
+    /// Runs `script` on host `i` (0-based) over SSH, as Gauntlet would.
+    fn ssh(&self, i: usize, script: &str) -> Output {
+        Command::new("ssh")
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+            ])
+            .arg(format!(
+                "UserKnownHostsFile={}",
+                self.dir.join("known_hosts").display()
+            ))
+            .arg("-i")
+            .arg(self.dir.join("id"))
+            .args(["-l", "root", &self.ips[i], "--", script])
+            .output()
+            .expect("ssh")
+    }
+
+    fn ssh_ok(&self, i: usize, script: &str) -> String {
+        let out = self.ssh(i, script);
+        assert!(
+            out.status.success(),
+            "{script} on {}: {}",
+            self.ips[i],
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Redis on every host, started over SSH: n1 the primary, the others its replicas.
+    fn start_redis(&self) {
+        for i in 0..3 {
+            let mut conf = String::from(
+                "bind 0.0.0.0\nprotected-mode no\nport 6379\ndaemonize yes\n\
+                 logfile /var/log/gauntlet-redis.log\ndir /var/lib/redis\n\
+                 appendonly yes\nappendfsync always\n",
+            );
+            if i > 0 {
+                conf.push_str(&format!("replicaof {} 6379\n", self.ips[0]));
+            }
+            self.ssh_ok(
+                i,
+                &format!(
+                    "printf '%s' '{conf}' > /etc/gauntlet-redis.conf && install -d /var/lib/redis && redis-server /etc/gauntlet-redis.conf"
+                ),
+            );
+        }
+        let t = Instant::now();
+        while !self
+            .ssh_ok(0, "redis-cli info replication")
+            .contains("connected_slaves:2")
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "replicas never joined"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    fn inventory(&self) -> PathBuf {
+        let mut text = String::new();
+        for ip in &self.ips {
+            text.push_str(&format!(
+                "[[host]]\naddress = \"{ip}\"\nuser = \"root\"\nidentity = \"{}\"\nknown_hosts_file = \"{}\"\n\n",
+                self.dir.join("id").display(),
+                self.dir.join("known_hosts").display()
+            ));
+        }
+        text.push_str(
+            "[broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
+             start = \"redis-server /etc/gauntlet-redis.conf\"\nlog = \"/var/log/gauntlet-redis.log\"\n\
+             ports = { client = 6379 }\n",
+        );
+        let path = self.dir.join("hosts.toml");
+        std::fs::write(&path, text).expect("hosts.toml");
+        path
+    }
+
+    /// Whether host `i` has Gauntlet's iptables chain.
+    fn has_chain(&self, i: usize) -> bool {
+        self.ssh(i, "iptables -S GAUNTLET").status.success()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for id in &self.containers {
+            let _ = Command::new("docker").args(["rm", "-f", id]).output();
+        }
+        let _ = Command::new("docker")
+            .args(["network", "rm", &self.network])
+            .output();
+    }
+}
+
+fn gauntlet_run(name: &str, inventory: &Path, args: &[&str]) -> Run {
+    let results = results_dir(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("run")
+        .arg("--hosts")
+        .arg(inventory)
+        .args(args)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .expect("start gauntlet");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run folder: "))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no run folder\nstdout:\n{stdout}\nstderr:\n{stderr}"));
+    let verdict: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("verdict.json")).expect("verdict.json"),
+    )
+    .expect("verdict JSON");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        verdict,
+        dir,
+    }
+}
+
+#[test]
+fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
+    let t = Instant::now();
+    let hosts = Hosts::start("redis");
+    hosts.start_redis();
+    let inventory = hosts.inventory();
+
+    // 1. The seed's faults over SSH: the consumer killed before its ack, a node
+    // cut off from the others, a broker restarted. At-least-once holds.
+    let r = gauntlet_run(
+        "ssh-redis",
+        &inventory,
+        &[
+            "--broker",
+            "redis",
+            "--nemesis",
+            "kill-consumer:before-ack,partition,restart-broker",
+            "--time",
+            "20s",
+            "--rate",
+            "50",
+            "--seed",
+            "4",
+        ],
+    );
+    report("ssh redis kill-consumer+partition+restart-broker", &r, t);
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    let events = crate::common::nemesis_events(&r.dir);
+    for f in ["kill-consumer", "partition", "restart-broker"] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e["f"].as_str().is_some_and(|x| x.starts_with(f))),
+            "no {f} in {events:?}"
+        );
+    }
+    assert!(
+        r.dir.join("nodes").join("n3.log").is_file(),
+        "the hosts' logs"
+    );
+    assert!((0..3).all(|i| !hosts.has_chain(i)), "healed at the end");
+
+    // 2. The negative control: acknowledged before processing, killed while
+    // processing: lost, caught.
+    let r = gauntlet_run(
+        "ssh-redis-d5",
+        &inventory,
+        &[
+            "--broker",
+            "redis",
+            "--mode",
+            "at-most-once",
+            "--nemesis",
+            "kill-consumer:after-ack",
+            "--time",
+            "14s",
+            "--rate",
+            "50",
+        ],
+    );
+    report("ssh redis at-most-once kill-consumer:after-ack", &r, t);
+    assert_eq!(r.code, 1, "{}", r.verdict);
+    assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
+
+    // 3. Gauntlet SIGKILLed in the middle of a partition leaves the rule behind;
+    // `gauntlet heal --hosts` removes it and the hosts reach each other again.
+    let results = results_dir("ssh-killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("run")
+        .arg("--hosts")
+        .arg(&inventory)
+        .args([
+            "--broker",
+            "redis",
+            "--nemesis",
+            "partition",
+            "--time",
+            "60s",
+        ])
+        .arg("--results")
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start gauntlet");
+    let started = Instant::now();
+    let partitioned = loop {
+        if let Some(i) = (0..3).find(|&i| hosts.has_chain(i)) {
+            break i;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no partition within 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(hosts.has_chain(partitioned), "the killed run left its rule");
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("heal")
+        .arg("--hosts")
+        .arg(&inventory)
+        .output()
+        .expect("gauntlet heal");
+    assert!(out.status.success(), "{out:?}");
+    assert!((0..3).all(|i| !hosts.has_chain(i)), "healed");
+    for (i, j) in [(0, 1), (1, 2), (2, 0)] {
+        let pong = hosts.ssh_ok(i, &format!("redis-cli -h {} ping", hosts.ips[j]));
+        assert_eq!(
+            pong.trim(),
+            "PONG",
+            "{} reaches {}",
+            hosts.ips[i],
+            hosts.ips[j]
+        );
+    }
+    // The hosts' own rules were never touched.
+    for i in 0..3 {
+        let rules = hosts.ssh_ok(i, "iptables -S");
+        assert!(!rules.contains("GAUNTLET"), "{rules}");
+    }
+    no_leftovers(&r.dir);
+}
