@@ -268,21 +268,35 @@ mod tests {
 
     /// A sink that takes `room` bytes, then fails like a full disk (the bytes of
     /// the write that does not fit are taken up to the limit, as `write` does).
+    /// A disk that fills up: it takes `lines` whole lines, then `room` more
+    /// bytes, then refuses (whatever the lines' lengths, which grow with the
+    /// time field on a busy machine).
     struct FullAfter {
+        lines: usize,
         room: usize,
         kept: std::sync::Arc<Mutex<Vec<u8>>>,
     }
 
     impl Write for FullAfter {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            if self.room == 0 {
+            let mut n = 0;
+            for &b in buf {
+                if self.lines == 0 {
+                    if self.room == 0 {
+                        break;
+                    }
+                    self.room -= 1;
+                } else if b == b'\n' {
+                    self.lines -= 1;
+                }
+                n += 1;
+            }
+            if n == 0 && !buf.is_empty() {
                 return Err(io::Error::new(
                     io::ErrorKind::StorageFull,
                     "No space left on device",
                 ));
             }
-            let n = buf.len().min(self.room);
-            self.room -= n;
             if let Ok(mut k) = self.kept.lock() {
                 k.extend_from_slice(&buf[..n]);
             }
@@ -301,9 +315,10 @@ mod tests {
     #[test]
     fn the_first_write_error_is_latched_and_later_events_are_refused() {
         let kept = std::sync::Arc::new(Mutex::new(Vec::new()));
-        // Room for a little more than two lines of ~80 bytes.
+        // Room for two lines and 15 bytes of the third.
         let r = Recorder::with_sink(Box::new(FullAfter {
-            room: 200,
+            lines: 2,
+            room: 15,
             kept: kept.clone(),
         }));
         assert!(!r.failed());
@@ -332,10 +347,10 @@ mod tests {
         assert_eq!(r.counts().ops, 2, "refused events are not counted");
         // What reached the sink: two whole lines and a cut-off third, nothing after.
         let bytes = kept.lock().map(|k| k.clone()).unwrap_or_default();
-        assert_eq!(bytes.len(), 200);
         let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[2].len(), 15, "{text}");
         assert!(lines[1].contains("\"index\":1,"), "{text}");
         assert!(!lines[2].ends_with('\n') && lines[2].contains("\"index\":2,"));
     }
@@ -343,6 +358,7 @@ mod tests {
     #[test]
     fn a_sink_that_fails_at_once_names_no_last_index() {
         let r = Recorder::with_sink(Box::new(FullAfter {
+            lines: 0,
             room: 0,
             kept: std::sync::Arc::new(Mutex::new(Vec::new())),
         }));
