@@ -7,7 +7,7 @@
 //! kill-consumer, partition and restart-broker stays valid, the at-most-once
 //! negative control is caught, and `gauntlet heal --hosts` undoes a partition
 //! that a SIGKILLed Gauntlet left.
-use crate::common::{count, no_leftovers, report, results_dir, Run};
+use crate::common::{count, no_leftovers, report, results_dir, schedule_file, Run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -256,36 +256,42 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
     hosts.start_redis();
     let inventory = hosts.inventory();
 
-    // 1. The seed's faults over SSH: the consumer killed before its ack, a node
-    // cut off from the others, a broker restarted. At-least-once holds.
+    // 1. The seed's faults over SSH, each once from an explicit schedule: the
+    // consumer killed before its ack, a node cut off from the others, the
+    // primary restarted in the middle of a batch. At-least-once holds.
+    let schedule = schedule_file(
+        "ssh-redis",
+        &[
+            (3_000, 0, "kill-consumer:before-ack", "n1", 1),
+            (6_000, 3_000, "partition", "n2", 2),
+            (12_000, 0, "restart-broker:mid-batch", "n1", 3),
+        ],
+    );
+    let replay = schedule.display().to_string();
     let r = gauntlet_run(
         "ssh-redis",
         &inventory,
         &[
-            "--broker",
-            "redis",
-            "--nemesis",
-            "kill-consumer:before-ack,partition,restart-broker",
-            "--time",
-            "20s",
-            "--rate",
-            "50",
-            "--seed",
-            "4",
+            "--broker", "redis", "--replay", &replay, "--time", "20s", "--rate", "50",
         ],
     );
+    let _ = std::fs::remove_file(&schedule);
     report("ssh redis kill-consumer+partition+restart-broker", &r, t);
     assert_eq!(r.code, 0, "{}", r.verdict);
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
     let events = crate::common::nemesis_events(&r.dir);
-    for f in ["kill-consumer", "partition", "restart-broker"] {
-        assert!(
-            events
-                .iter()
-                .any(|e| e["f"].as_str().is_some_and(|x| x.starts_with(f))),
-            "no {f} in {events:?}"
-        );
-    }
+    let info = |f: &str| {
+        events
+            .iter()
+            .find(|e| e["f"] == f && e["type"] == "info")
+            .cloned()
+            .unwrap_or_else(|| panic!("no {f} in {events:?}"))
+    };
+    assert_eq!(info("kill-consumer")["value"]["stalled"], true);
+    assert_eq!(info("partition")["value"]["isolated"], "n2");
+    assert_eq!(info("restart")["value"]["mid_batch"], true);
+    assert_eq!(info("restarted")["value"]["node"], "n1");
+    assert_eq!(info("heal-all")["value"]["problems"], serde_json::json!([]));
     assert!(
         r.dir.join("nodes").join("n3.log").is_file(),
         "the hosts' logs"
