@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// containers (docs/backends.md): a broker already installed there.
     #[arg(long)]
     pub hosts: Option<PathBuf>,
+    /// With --hosts: print every command the run would run on every host, step
+    /// by step, and run none (no connection is opened).
+    #[arg(long, requires = "hosts")]
+    pub plan: bool,
 }
 
 /// The SSH backend of `--hosts`, with its control sockets in a short private folder.
@@ -192,6 +196,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     );
     let outcome = match &args.hosts {
         None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?,
+        Some(path) if args.plan => {
+            let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
+            let control = std::env::temp_dir().join("gauntlet-ssh-PID");
+            let text = rt.block_on(gauntlet_harness::ssh::plan(
+                &inventory,
+                &scenario,
+                &control.display().to_string(),
+            ))?;
+            println!(
+                "# gauntlet run --plan: scenario `{}` on the {} host(s) of {}; nothing was run",
+                scenario.name,
+                inventory.hosts.len(),
+                path.display()
+            );
+            print!("{text}");
+            return Ok(0);
+        }
         Some(path) => {
             let (inventory, remote) = ssh_backend(path)?;
             eprintln!(

@@ -5,8 +5,9 @@
 //! Redis is started on them over SSH (`mode = "installed"`: n1 primary, n2 and
 //! n3 its replicas), then `gauntlet run --hosts` drives them: a run with
 //! kill-consumer, partition and restart-broker stays valid, the at-most-once
-//! negative control is caught, and `gauntlet heal --hosts` undoes a partition
-//! that a SIGKILLed Gauntlet left.
+//! negative control is caught, `--plan` prints the commands and changes nothing,
+//! Ctrl-C heals the hosts before the run exits, and `gauntlet heal --hosts`
+//! undoes a partition that a SIGKILLed Gauntlet left.
 use crate::common::{count, no_leftovers, report, results_dir, schedule_file, Run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -320,10 +321,15 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
     assert_eq!(r.code, 1, "{}", r.verdict);
     assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
 
-    // 3. Gauntlet SIGKILLed in the middle of a partition leaves the rule behind;
-    // `gauntlet heal --hosts` removes it and the hosts reach each other again.
-    let results = results_dir("ssh-killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    // 3. --plan prints every command and runs none: the hosts' rules and
+    // processes are as they were.
+    let state = |hosts: &Hosts| -> Vec<String> {
+        (0..3)
+            .map(|i| hosts.ssh_ok(i, "pgrep -x redis-server; iptables -S; tc qdisc show"))
+            .collect()
+    };
+    let before = state(&hosts);
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
         .arg("run")
         .arg("--hosts")
         .arg(&inventory)
@@ -331,27 +337,73 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
             "--broker",
             "redis",
             "--nemesis",
-            "partition",
+            "partition,pause,restart-broker",
             "--time",
-            "60s",
+            "30s",
+            "--plan",
         ])
-        .arg("--results")
-        .arg(&results)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start gauntlet");
-    let started = Instant::now();
-    let partitioned = loop {
-        if let Some(i) = (0..3).find(|&i| hosts.has_chain(i)) {
-            break i;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "no partition within 90 s"
-        );
-        std::thread::sleep(Duration::from_millis(500));
+        .output()
+        .expect("gauntlet run --plan");
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    for want in [
+        "iptables -A GAUNTLET",
+        "kill -STOP",
+        "restart-broker on ",
+        "kill -KILL",
+        "# at the end",
+    ] {
+        assert!(plan.contains(want), "{want} not in the plan:\n{plan}");
+    }
+    assert_eq!(state(&hosts), before, "--plan changed a host");
+
+    // 4. Ctrl-C in the middle of a partition: the run heals every host before
+    // it exits (130).
+    let partitioned_run = |name: &str| {
+        let child = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .arg("run")
+            .arg("--hosts")
+            .arg(&inventory)
+            .args([
+                "--broker",
+                "redis",
+                "--nemesis",
+                "partition",
+                "--time",
+                "60s",
+            ])
+            .arg("--results")
+            .arg(results_dir(name))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start gauntlet");
+        let started = Instant::now();
+        let partitioned = loop {
+            if let Some(i) = (0..3).find(|&i| hosts.has_chain(i)) {
+                break i;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(90),
+                "no partition within 90 s"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        };
+        (child, partitioned)
     };
+    let (mut child, _) = partitioned_run("ssh-interrupted");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!((0..3).all(|i| !hosts.has_chain(i)), "healed on Ctrl-C");
+
+    // 5. Gauntlet SIGKILLed in the middle of a partition leaves the rule behind;
+    // `gauntlet heal --hosts` removes it and the hosts reach each other again.
+    let (mut child, partitioned) = partitioned_run("ssh-killed");
     let _ = child.kill();
     let _ = child.wait();
     assert!(hosts.has_chain(partitioned), "the killed run left its rule");

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 mod faults;
 mod folder;
 mod nemesis;
+mod plan;
 mod queue;
 mod scenario;
 mod txn;
@@ -36,6 +37,7 @@ mod fake;
 mod tests;
 
 pub use folder::timestamp;
+pub use plan::plan_faults;
 pub use scenario::{
     parse_duration, Scenario, StorageConfig, Workload, DEFAULT_FAULTS, DEFAULT_SEED,
 };

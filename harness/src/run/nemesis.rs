@@ -149,6 +149,9 @@ pub(super) struct RunCluster<'a> {
     pub(super) proxy: Option<&'a Proxy>,
     /// The run may leave a netem qdisc behind (the final heal removes it).
     pub(super) netem: bool,
+    /// A plan (`--plan`): nothing is waited for (a send in flight is taken as
+    /// there at once).
+    pub(super) planning: bool,
 }
 
 /// The names a coordinator is found for: the consumer group and the transactional
@@ -375,6 +378,9 @@ impl Cluster for RunCluster<'_> {
         Ok(json!({"healed": "links", "stats": stats}))
     }
     async fn wait_send_in_flight(&self, limit: Duration) -> bool {
+        if self.planning {
+            return true;
+        }
         let until = Instant::now() + limit;
         while Instant::now() < until {
             if gauntlet_workloads::queue::IN_FLIGHT.load(Ordering::Relaxed) > 0 {

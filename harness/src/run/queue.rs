@@ -99,6 +99,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         pool: pool.clone(),
         proxy: ctx.proxy,
         netem,
+        planning: false,
     };
     let t0 = Instant::now();
     let deadline = t0 + time;

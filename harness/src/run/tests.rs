@@ -177,6 +177,7 @@ fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> RunCluster<'a>
         pool,
         proxy: None,
         netem,
+        planning: false,
     }
 }
 

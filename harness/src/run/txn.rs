@@ -51,6 +51,7 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         pool: Pool::default(),
         proxy: ctx.proxy,
         netem,
+        planning: false,
     };
     let cfg = TxnConfig {
         transformers: scenario.queue.producers.max(1) as u32,

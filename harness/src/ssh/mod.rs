@@ -400,6 +400,118 @@ pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()
     first_error.map_or(Ok(()), Err)
 }
 
+/// A remote that runs nothing (`--plan`): it keeps every script it is asked
+/// to run, under the titles given between them, and answers each with exit 0
+/// and no output.
+#[derive(Default)]
+pub struct Recording {
+    lines: std::sync::Mutex<Vec<PlanLine>>,
+}
+
+/// One line of a plan.
+#[derive(Debug, Clone)]
+pub enum PlanLine {
+    /// What the commands below it are for.
+    Title(String),
+    /// A script that would run on a host.
+    Run {
+        /// The host.
+        host: Host,
+        /// The script.
+        script: String,
+    },
+}
+
+impl Recording {
+    /// Adds a title.
+    pub fn title(&self, t: &str) {
+        if let Ok(mut l) = self.lines.lock() {
+            l.push(PlanLine::Title(t.to_string()));
+        }
+    }
+
+    /// What was kept, in order.
+    pub fn lines(&self) -> Vec<PlanLine> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl Remote for Recording {
+    async fn run(&self, host: &Host, script: &str, _timeout: Duration) -> Result<ExecOutput> {
+        if let Ok(mut l) = self.lines.lock() {
+            l.push(PlanLine::Run {
+                host: host.clone(),
+                script: script.to_string(),
+            });
+        }
+        Ok(ExecOutput {
+            exit_code: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+        })
+    }
+}
+
+/// Every command a run of `scenario` would run on the hosts of `inventory`,
+/// step by step, as the `ssh` command lines (control sockets under
+/// `control_dir`); runs none of them and opens no connection.
+pub async fn plan(
+    inventory: &Inventory,
+    scenario: &crate::run::Scenario,
+    control_dir: &str,
+) -> Result<String> {
+    let rec = Arc::new(Recording::default());
+    let remote: Arc<dyn Remote> = rec.clone();
+    let d = SshDeployment::new(inventory.clone(), remote, RunId::from_name("plan"), None)?;
+    rec.title("launch: the broker's pid on every host (then, from here, a TCP connect to its client ports)");
+    for n in d.nodes() {
+        d.run_checked(&n, &format!("{} >/dev/null", d.installed().pid), STEP)
+            .await?;
+    }
+    crate::run::plan_faults(scenario, &d, &|t| rec.title(t)).await?;
+    rec.title(
+        "at the end, and on Ctrl-C or a failed run: every host healed (`gauntlet heal --hosts` runs the same)",
+    );
+    heal_hosts(inventory, rec.as_ref()).await?;
+    let node_of = |h: &Host| {
+        inventory
+            .hosts
+            .iter()
+            .position(|x| x == h)
+            .map_or_else(|| "?".to_string(), |i| format!("n{}", i + 1))
+    };
+    // How each host is reached, once; then each step's scripts as they run there.
+    let mut out = String::from(
+        "# every script below runs on its host as: ssh OPTIONS HOST -- 'sh -c SCRIPT'\n",
+    );
+    for (i, h) in inventory.hosts.iter().enumerate() {
+        let argv = commands::ssh_argv(h, control_dir, "SCRIPT");
+        let shown: Vec<String> = argv[..argv.len() - 1]
+            .iter()
+            .map(|a| commands::quote(a))
+            .collect();
+        out.push_str(&format!(
+            "# n{}: {} 'sh -c SCRIPT'\n",
+            i + 1,
+            shown.join(" ")
+        ));
+    }
+    for line in rec.lines() {
+        match line {
+            PlanLine::Title(t) => out.push_str(&format!("\n# {t}\n")),
+            PlanLine::Run { host, script } => {
+                out.push_str(&format!(
+                    "{} ({}): {script}\n",
+                    node_of(&host),
+                    host.address
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Brokers on the inventory's hosts.
 pub struct SshBackend {
     inventory: Inventory,
@@ -567,6 +679,35 @@ mod tests {
         assert!(
             s.contains("kill -CONT") && s.contains("redis-server /etc/redis.conf"),
             "{s}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_plan_lists_every_command_per_step_and_runs_none() {
+        let mut s = crate::run::Scenario::default_scenario();
+        s.broker = BrokerKind::Redis;
+        s.nodes = Some(2);
+        s.nemesis = vec!["partition".into(), "pause".into(), "kill-consumer".into()];
+        s.nemesis_interval = "5s".into();
+        s.time = "30s".into();
+        let text = plan(&inventory(true), &s, "/tmp/g").await.expect("plan");
+        eprintln!("{text}");
+        assert!(text.starts_with("\n# launch: "), "{text}");
+        assert!(
+            text.contains("n1 (10.0.0.11): ssh -o BatchMode=yes"),
+            "{text}"
+        );
+        assert!(text.contains("iptables -A GAUNTLET -s 10.0.0.1"), "{text}");
+        assert!(text.contains("kill -STOP"), "{text}");
+        assert!(
+            text.contains("kills a consumer process on this machine"),
+            "{text}"
+        );
+        assert!(text.contains("# at the end"), "{text}");
+        // n2 says sudo: its scripts go through `sudo -n`.
+        assert!(
+            text.contains("n2 (10.0.0.12): ssh") && text.contains("sudo -n sh -c"),
+            "{text}"
         );
     }
 
