@@ -114,8 +114,9 @@ pub const STORAGE_ROOTFS: Rootfs = Rootfs {
 };
 
 /// Machines for the SSH backend's real test: Debian bookworm with OpenSSH's
-/// server and Redis, and nothing of Gauntlet's. The host keys are removed, so
-/// each container makes its own (`ssh-keygen -A`) when it starts.
+/// server and Redis, and nothing of Gauntlet's; NATS's package waits in apt's
+/// cache for `mode = "install"`. The host keys are removed, so each container
+/// makes its own (`ssh-keygen -A`) when it starts.
 pub const SSH_HOST_ROOTFS: Rootfs = Rootfs {
     name: "sshhost-rootfs",
     suite: SUITE,
@@ -127,11 +128,14 @@ pub const SSH_HOST_ROOTFS: Rootfs = Rootfs {
         "procps",
         "tini",
     ],
+    // nats-server is downloaded, not installed, and the package lists are
+    // kept: the test of `mode = "install"` installs it from this cache, offline.
     script: "set -eu
 rm -f /etc/ssh/ssh_host_*
 mkdir -p /run/sshd
-apt-get clean
-rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
+apt-get update -q
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --download-only nats-server
+rm -f /var/cache/apt/*.bin
 ",
     adds: "nothing more",
 };

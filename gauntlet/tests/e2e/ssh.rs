@@ -186,6 +186,16 @@ impl Hosts {
     }
 
     fn inventory(&self) -> PathBuf {
+        self.inventory_with(
+            "hosts.toml",
+            "[broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
+             start = \"redis-server /etc/gauntlet-redis.conf\"\nlog = \"/var/log/gauntlet-redis.log\"\n\
+             ports = { client = 6379 }\n",
+        )
+    }
+
+    /// An inventory of the three hosts with this `[broker]` table.
+    fn inventory_with(&self, file: &str, broker: &str) -> PathBuf {
         let mut text = String::new();
         for ip in &self.ips {
             text.push_str(&format!(
@@ -194,12 +204,8 @@ impl Hosts {
                 self.dir.join("known_hosts").display()
             ));
         }
-        text.push_str(
-            "[broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
-             start = \"redis-server /etc/gauntlet-redis.conf\"\nlog = \"/var/log/gauntlet-redis.log\"\n\
-             ports = { client = 6379 }\n",
-        );
-        let path = self.dir.join("hosts.toml");
+        text.push_str(broker);
+        let path = self.dir.join(file);
         std::fs::write(&path, text).expect("hosts.toml");
         path
     }
@@ -431,4 +437,113 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
         assert!(!rules.contains("GAUNTLET"), "{rules}");
     }
     no_leftovers(&r.dir);
+}
+
+/// `mode = "install"` (issue 19): Gauntlet installs NATS on the three hosts from
+/// the distribution's package (Debian bookworm's nats-server, from the image's
+/// apt cache: no address outside this machine is reached), writes each node's
+/// configuration, forms the JetStream cluster, runs the faults, and at teardown
+/// removes what it wrote. `--plan` first lists the install and installs nothing.
+#[test]
+fn nats_installed_by_gauntlet_on_ssh_hosts() {
+    let t = Instant::now();
+    let hosts = Hosts::start("nats");
+    let inventory = hosts.inventory_with(
+        "nats.toml",
+        "[broker]\nkind = \"nats\"\nmode = \"install\"\n",
+    );
+    let installed = |i: usize| hosts.ssh(i, "command -v nats-server").status.success();
+    assert!(
+        !installed(0),
+        "the image has the package cached, not installed"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("run")
+        .arg("--hosts")
+        .arg(&inventory)
+        .args(["--broker", "nats", "--nemesis", "partition", "--plan"])
+        .output()
+        .expect("gauntlet run --plan");
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(plan.contains("apt-get install -y -q nats-server"), "{plan}");
+    assert!(plan.contains("server_name: n2"), "{plan}");
+    assert!((0..3).all(|i| !installed(i)), "--plan installed nothing");
+
+    let schedule = schedule_file(
+        "ssh-nats",
+        &[
+            (3_000, 0, "kill-consumer:before-ack", "n1", 1),
+            (6_000, 3_000, "partition", "n2", 2),
+            (12_000, 0, "restart-broker:mid-batch", "n3", 3),
+        ],
+    );
+    let replay = schedule.display().to_string();
+    let r = gauntlet_run(
+        "ssh-nats",
+        &inventory,
+        &[
+            "--broker",
+            "nats",
+            "--mode",
+            "idempotent",
+            "--replay",
+            &replay,
+            "--time",
+            "20s",
+            "--rate",
+            "50",
+        ],
+    );
+    let _ = std::fs::remove_file(&schedule);
+    report(
+        "ssh nats (install) kill-consumer+partition+restart-broker",
+        &r,
+        t,
+    );
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    assert!(
+        r.dir.join("nodes").join("n2.log").is_file(),
+        "the nodes' logs"
+    );
+    for i in 0..3 {
+        assert!(installed(i), "the package stays on host {i}");
+        let left = hosts.ssh_ok(
+            i,
+            "pgrep -f '^nats-server -c' || true; ls /var/lib/gauntlet /etc/gauntlet 2>/dev/null || true",
+        );
+        assert_eq!(
+            left.trim(),
+            "",
+            "host {i}: the broker and its data are gone"
+        );
+    }
+
+    // The negative control on what Gauntlet installed: acknowledged before
+    // processing, killed while processing.
+    let r = gauntlet_run(
+        "ssh-nats-d5",
+        &inventory,
+        &[
+            "--broker",
+            "nats",
+            "--mode",
+            "at-most-once",
+            "--nemesis",
+            "kill-consumer:after-ack",
+            "--time",
+            "14s",
+            "--rate",
+            "50",
+        ],
+    );
+    report(
+        "ssh nats (install) at-most-once kill-consumer:after-ack",
+        &r,
+        t,
+    );
+    assert_eq!(r.code, 1, "{}", r.verdict);
+    assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
 }

@@ -636,7 +636,11 @@ fn tail_lines(s: &str, n: usize) -> String {
 }
 
 /// A bare HTTP/1.0 GET to a published port on the host; (status, body).
-async fn http_get(host: &str, port: u16, path: &str) -> std::result::Result<(u16, String), String> {
+pub(crate) async fn http_get(
+    host: &str,
+    port: u16,
+    path: &str,
+) -> std::result::Result<(u16, String), String> {
     let io = async {
         let mut s = tokio::net::TcpStream::connect((host, port))
             .await

@@ -2,6 +2,7 @@
 //! client ports published on 127.0.0.1, everything labelled `gauntlet.run=<id>`.
 mod cluster;
 
+pub(crate) use cluster::http_get;
 pub use cluster::{ClusterSpec, DockerDeployment};
 
 use crate::error::{docker_err, HarnessError, Result};

@@ -6,7 +6,7 @@
 //! [`Backend`] for brokers that already run on the hosts (`mode = "installed"`);
 //! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
 use crate::backend::Backend;
-use crate::broker::{BrokerKind, Capabilities, Command};
+use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::docker::ClusterSpec;
 use crate::error::{HarnessError, Result};
@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod commands;
+pub mod install;
 pub mod inventory;
 
 pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
@@ -82,16 +83,67 @@ impl Remote for OpenSsh {
 /// A broker that already runs on the inventory's hosts.
 pub struct SshDeployment {
     inventory: Inventory,
+    /// Per node, in node order.
+    ops: Vec<Ops>,
     remote: Arc<dyn Remote>,
     run_id: RunId,
     logs_dir: Option<PathBuf>,
 }
 
-/// The inventory's commands of an installed broker.
-struct Installed<'a> {
-    pid: &'a str,
-    start: &'a str,
-    log: &'a str,
+/// How to find, start and read the broker on one host: the inventory's
+/// commands (`installed`) or Gauntlet's own ([`install::InstallPlan`]).
+#[derive(Debug, Clone)]
+pub struct Ops {
+    /// Prints the broker's pid.
+    pub pid: String,
+    /// Starts it.
+    pub start: String,
+    /// Its log file.
+    pub log: String,
+    /// Client ports by the recipe's port names.
+    pub ports: std::collections::BTreeMap<String, u16>,
+    /// Gauntlet's install plan, in `install` mode.
+    pub install: Option<install::InstallPlan>,
+}
+
+/// The operations on node `index` (0-based) of `inventory`; an error when
+/// Gauntlet cannot install its broker.
+pub fn ops(inventory: &Inventory, index: usize) -> Result<Ops> {
+    match &inventory.setup {
+        BrokerSetup::Installed {
+            pid,
+            start,
+            log,
+            ports,
+            ..
+        } => Ok(Ops {
+            pid: pid.clone(),
+            start: start.clone(),
+            log: log.clone(),
+            ports: ports.clone(),
+            install: None,
+        }),
+        BrokerSetup::Install { .. } => {
+            let p = install::plan(inventory, index).ok_or_else(|| {
+                HarnessError::Scenario(format!(
+                    "mode = \"install\" is built for {} only; for {}, install it on the hosts and use mode = \"installed\"",
+                    install::SUPPORTED
+                        .iter()
+                        .map(|b| b.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    inventory.broker
+                ))
+            })?;
+            Ok(Ops {
+                pid: p.pid.clone(),
+                start: p.start.clone(),
+                log: p.log.clone(),
+                ports: p.ports.clone(),
+                install: Some(p),
+            })
+        }
+    }
 }
 
 impl SshDeployment {
@@ -102,31 +154,25 @@ impl SshDeployment {
         run_id: RunId,
         logs_dir: Option<PathBuf>,
     ) -> Result<Self> {
-        if let BrokerSetup::Install { .. } = inventory.setup {
-            return Err(HarnessError::Scenario(
-                "mode = \"install\" is not built yet: install the broker on the hosts and use mode = \"installed\"".into(),
-            ));
-        }
+        let ops = (0..inventory.hosts.len())
+            .map(|i| ops(&inventory, i))
+            .collect::<Result<Vec<_>>>()?;
         Ok(SshDeployment {
             inventory,
+            ops,
             remote,
             run_id,
             logs_dir,
         })
     }
 
-    fn installed(&self) -> Installed<'_> {
-        match &self.inventory.setup {
-            BrokerSetup::Installed {
-                pid, start, log, ..
-            } => Installed { pid, start, log },
-            // Refused in `new`.
-            BrokerSetup::Install { .. } => Installed {
-                pid: "false",
-                start: "false",
-                log: "/dev/null",
-            },
-        }
+    fn ops_of(&self, node: &str) -> Result<&Ops> {
+        let i: usize = node
+            .strip_prefix('n')
+            .and_then(|n| n.parse().ok())
+            .filter(|&i| i >= 1 && i <= self.ops.len())
+            .ok_or_else(|| HarnessError::UnknownNode(node.to_string()))?;
+        Ok(&self.ops[i - 1])
     }
 
     fn host(&self, node: &str) -> Result<&Host> {
@@ -159,7 +205,10 @@ impl SshDeployment {
     async fn ready_once(&self, node: &str) -> std::result::Result<(), String> {
         self.run_checked(
             node,
-            &format!("{} >/dev/null", self.installed().pid),
+            &format!(
+                "{} >/dev/null",
+                self.ops_of(node).map_err(|e| e.to_string())?.pid
+            ),
             Duration::from_secs(20),
         )
         .await
@@ -174,6 +223,91 @@ impl SshDeployment {
             .map_err(|_| format!("{addr}: no answer"))?
             .map_err(|err| format!("{addr}: {err}"))?;
         }
+        // A broker Gauntlet installed is configured as the recipe's: its own
+        // readiness probe applies.
+        if self
+            .ops_of(node)
+            .map_err(|e| e.to_string())?
+            .install
+            .is_some()
+        {
+            let i = self.node_index(node).map_err(|e| e.to_string())?;
+            let probe = self
+                .inventory
+                .broker
+                .recipe()
+                .node_ready(&self.context(), i);
+            self.probe_once(node, &probe).await?;
+        }
+        Ok(())
+    }
+
+    fn node_index(&self, node: &str) -> Result<usize> {
+        self.inventory
+            .nodes()
+            .iter()
+            .position(|n| n == node)
+            .ok_or_else(|| HarnessError::UnknownNode(node.to_string()))
+    }
+
+    /// The recipe's view of these nodes (names only: probes address nodes
+    /// through [`Deployment::endpoint`]).
+    fn context(&self) -> ClusterContext {
+        let mut ctx = ClusterContext::for_image(crate::broker::Flavour::Gauntlet, "");
+        ctx.nodes = self.inventory.nodes();
+        ctx
+    }
+
+    /// One try of a recipe probe: a command on the host, or an HTTP GET from
+    /// here to the node's port.
+    async fn probe_once(&self, node: &str, probe: &Probe) -> std::result::Result<(), String> {
+        match probe {
+            Probe::Exec { command, expect } => {
+                let out = self
+                    .exec(node, command, STEP)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let ok = out.success()
+                    && expect
+                        .as_ref()
+                        .is_none_or(|e| out.stdout.contains(e.as_str()));
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!("{}: {}", command.display(), out.combined()))
+                }
+            }
+            Probe::Http { port, path, expect } => {
+                let e = self
+                    .endpoint(node, port)
+                    .ok_or_else(|| format!("node {node} has no port named {port}"))?;
+                match crate::docker::http_get(&e.host, e.port, path).await {
+                    Ok((200, body))
+                        if expect.as_ref().is_none_or(|x| body.contains(x.as_str())) =>
+                    {
+                        Ok(())
+                    }
+                    Ok((status, body)) => Err(format!("GET {path}: HTTP {status}\n{body}")),
+                    Err(err) => Err(format!("GET {path}: {err}")),
+                }
+            }
+        }
+    }
+
+    /// `install` mode: on every host, the package when missing, the node's
+    /// configuration, and the broker started when it is not running.
+    async fn install_all(&self) -> Result<()> {
+        for (i, node) in self.inventory.nodes().iter().enumerate() {
+            let Some(p) = &self.ops[i].install else {
+                continue;
+            };
+            let script = format!(
+                "{} && {} && ({} >/dev/null || {})",
+                p.install, p.configure, p.pid, p.start
+            );
+            self.run_checked(node, &script, Duration::from_secs(600))
+                .await?;
+        }
         Ok(())
     }
 }
@@ -183,18 +317,18 @@ const STEP: Duration = Duration::from_secs(20);
 #[async_trait::async_trait]
 impl NodeControl for SshDeployment {
     async fn kill(&self, node: &str) -> Result<()> {
-        self.run_checked(node, &commands::kill(self.installed().pid), STEP)
+        self.run_checked(node, &commands::kill(&self.ops_of(node)?.pid), STEP)
             .await
             .map(|_| ())
     }
     async fn stop(&self, node: &str, grace: Duration) -> Result<()> {
-        let script = commands::stop(self.installed().pid, grace.as_secs());
+        let script = commands::stop(&self.ops_of(node)?.pid, grace.as_secs());
         self.run_checked(node, &script, grace + STEP)
             .await
             .map(|_| ())
     }
     async fn start(&self, node: &str) -> Result<()> {
-        self.run_checked(node, self.installed().start, STEP)
+        self.run_checked(node, &self.ops_of(node)?.start.clone(), STEP)
             .await
             .map(|_| ())
     }
@@ -203,14 +337,22 @@ impl NodeControl for SshDeployment {
         self.start(node).await
     }
     async fn pause(&self, node: &str) -> Result<()> {
-        self.run_checked(node, &commands::signal(self.installed().pid, "STOP"), STEP)
-            .await
-            .map(|_| ())
+        self.run_checked(
+            node,
+            &commands::signal(&self.ops_of(node)?.pid, "STOP"),
+            STEP,
+        )
+        .await
+        .map(|_| ())
     }
     async fn unpause(&self, node: &str) -> Result<()> {
-        self.run_checked(node, &commands::signal(self.installed().pid, "CONT"), STEP)
-            .await
-            .map(|_| ())
+        self.run_checked(
+            node,
+            &commands::signal(&self.ops_of(node)?.pid, "CONT"),
+            STEP,
+        )
+        .await
+        .map(|_| ())
     }
     async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput> {
         let host = self.host(node)?;
@@ -273,15 +415,13 @@ impl Deployment for SshDeployment {
         self.inventory.nodes()
     }
     fn endpoints(&self) -> Vec<Endpoint> {
-        let BrokerSetup::Installed { ports, .. } = &self.inventory.setup else {
-            return Vec::new();
-        };
         self.inventory
             .nodes()
             .into_iter()
             .zip(&self.inventory.hosts)
-            .flat_map(|(node, h)| {
-                ports.iter().map(move |(name, port)| Endpoint {
+            .zip(&self.ops)
+            .flat_map(|((node, h), o)| {
+                o.ports.iter().map(move |(name, port)| Endpoint {
                     node: node.clone(),
                     port_name: name.clone(),
                     host: h.address.clone(),
@@ -319,7 +459,7 @@ impl Deployment for SshDeployment {
                     log_tail: self
                         .run_checked(
                             node,
-                            &format!("tail -n 40 {}", commands::quote(self.installed().log)),
+                            &format!("tail -n 40 {}", commands::quote(&self.ops_of(node)?.log)),
                             STEP,
                         )
                         .await
@@ -333,6 +473,30 @@ impl Deployment for SshDeployment {
         for n in self.nodes() {
             self.wait_ready(&n, timeout).await?;
         }
+        if self.ops.iter().all(|o| o.install.is_none()) {
+            return Ok(());
+        }
+        // What Gauntlet installed also shows a formed cluster.
+        let started = Instant::now();
+        for (i, probe) in install::cluster_probes(&self.inventory) {
+            let node = format!("n{}", i + 1);
+            loop {
+                let last = match self.probe_once(&node, &probe).await {
+                    Ok(()) => break,
+                    Err(e) => e,
+                };
+                if started.elapsed() >= timeout {
+                    return Err(HarnessError::NotReady {
+                        node,
+                        waited: started.elapsed(),
+                        probe: probe.display(),
+                        probe_output: last,
+                        log_tail: String::new(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
         Ok(())
     }
     async fn collect_logs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
@@ -345,7 +509,7 @@ impl Deployment for SshDeployment {
             let text = self
                 .run_checked(
                     &n,
-                    &format!("tail -c 8388608 {}", commands::quote(self.installed().log)),
+                    &format!("tail -c 8388608 {}", commands::quote(&self.ops_of(&n)?.log)),
                     Duration::from_secs(60),
                 )
                 .await?;
@@ -364,6 +528,13 @@ impl Deployment for SshDeployment {
             None => Ok(()),
         };
         heal_hosts(&self.inventory, self.remote.as_ref()).await?;
+        // What Gauntlet installed goes: the broker stopped, its data,
+        // configuration and log removed (the package stays).
+        for (i, node) in self.inventory.nodes().iter().enumerate() {
+            if let Some(p) = &self.ops[i].install {
+                self.run_checked(node, &p.remove, STEP).await?;
+            }
+        }
         logs
     }
 }
@@ -373,14 +544,15 @@ impl Deployment for SshDeployment {
 /// For `gauntlet heal --hosts` after a harness was killed, and every teardown.
 pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()> {
     let mut first_error = None;
-    for h in &inventory.hosts {
+    for (i, h) in inventory.hosts.iter().enumerate() {
         let mut script = vec![
             commands::heal_traffic(),
             commands::remove_delay(&h.interface),
         ];
-        if let BrokerSetup::Installed { pid, start, .. } = &inventory.setup {
+        if let Ok(o) = ops(inventory, i) {
             script.push(format!(
-                "(p=$({pid} | head -n 1); if [ -n \"$p\" ]; then kill -CONT \"$p\"; else {start}; fi)"
+                "(p=$({} | head -n 1); if [ -n \"$p\" ]; then kill -CONT \"$p\"; else ({}); fi)",
+                o.pid, o.start
             ));
         }
         let s = commands::privileged(h, &script.join("; "));
@@ -464,9 +636,13 @@ pub async fn plan(
     let rec = Arc::new(Recording::default());
     let remote: Arc<dyn Remote> = rec.clone();
     let d = SshDeployment::new(inventory.clone(), remote, RunId::from_name("plan"), None)?;
+    if d.ops.iter().any(|o| o.install.is_some()) {
+        rec.title("launch: the package installed when missing, the configuration written, the broker started");
+        d.install_all().await?;
+    }
     rec.title("launch: the broker's pid on every host (then, from here, a TCP connect to its client ports)");
     for n in d.nodes() {
-        d.run_checked(&n, &format!("{} >/dev/null", d.installed().pid), STEP)
+        d.run_checked(&n, &format!("{} >/dev/null", d.ops_of(&n)?.pid), STEP)
             .await?;
     }
     crate::run::plan_faults(scenario, &d, &|t| rec.title(t)).await?;
@@ -554,11 +730,30 @@ impl Backend for SshBackend {
         let timeout = spec
             .ready_timeout
             .unwrap_or_else(|| crate::broker::BrokerExt::recipe(spec.broker).ready_timeout());
-        d.wait_cluster_ready(timeout).await?;
+        let ready = async {
+            d.install_all().await?;
+            d.wait_cluster_ready(timeout).await
+        }
+        .await;
+        if let Err(e) = ready {
+            // The logs kept, the hosts healed, what was installed removed.
+            let _ = d.teardown().await;
+            return Err(e);
+        }
         Ok(Box::new(d))
     }
     async fn remove_run(&self, _run: &RunId) -> Result<()> {
-        heal_hosts(&self.inventory, self.remote.as_ref()).await
+        heal_hosts(&self.inventory, self.remote.as_ref()).await?;
+        // What Gauntlet installed for the run goes too.
+        for (i, h) in self.inventory.hosts.iter().enumerate() {
+            if let Some(p) = ops(&self.inventory, i).ok().and_then(|o| o.install) {
+                let _ = self
+                    .remote
+                    .run(h, &commands::privileged(h, &p.remove), STEP)
+                    .await;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -692,9 +887,10 @@ mod tests {
         s.time = "30s".into();
         let text = plan(&inventory(true), &s, "/tmp/g").await.expect("plan");
         eprintln!("{text}");
-        assert!(text.starts_with("\n# launch: "), "{text}");
+        assert!(text.contains("\n# launch: "), "{text}");
+        assert!(text.contains("# n1: ssh -o BatchMode=yes"), "{text}");
         assert!(
-            text.contains("n1 (10.0.0.11): ssh -o BatchMode=yes"),
+            text.contains("n1 (10.0.0.11): pgrep -x redis-server >/dev/null"),
             "{text}"
         );
         assert!(text.contains("iptables -A GAUNTLET -s 10.0.0.1"), "{text}");
@@ -705,10 +901,31 @@ mod tests {
         );
         assert!(text.contains("# at the end"), "{text}");
         // n2 says sudo: its scripts go through `sudo -n`.
-        assert!(
-            text.contains("n2 (10.0.0.12): ssh") && text.contains("sudo -n sh -c"),
-            "{text}"
-        );
+        assert!(text.contains("n2 (10.0.0.12): sudo -n sh -c"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_heal_of_an_installed_nats_is_valid_shell() {
+        let inv = Inventory::parse(
+            "[[host]]\naddress = \"10.0.0.1\"\n[[host]]\naddress = \"10.0.0.2\"\n[broker]\nkind = \"nats\"\nmode = \"install\"\n",
+        )
+        .expect("inventory");
+        let rec = Arc::new(super::Recording::default());
+        heal_hosts(&inv, rec.as_ref()).await.expect("heal");
+        let remote: Arc<dyn Remote> = rec.clone();
+        let d = SshDeployment::new(inv.clone(), remote, RunId::from_name("t"), None)
+            .expect("deployment");
+        d.install_all().await.expect("install");
+        for line in rec.lines() {
+            if let PlanLine::Run { script, .. } = line {
+                let out = std::process::Command::new("sh")
+                    .args(["-n", "-c", &script])
+                    .output()
+                    .expect("sh");
+                assert!(out.status.success(), "{script}: {out:?}");
+                assert!(script.contains("setsid nats-server"), "{script}");
+            }
+        }
     }
 
     #[tokio::test]
@@ -730,13 +947,13 @@ mod tests {
             .unwrap_or_default();
         assert!(e.contains("2 hosts"), "{e}");
         let install = Inventory::parse(
-            "[[host]]\naddress = \"h\"\n[broker]\nkind = \"nats\"\nmode = \"install\"\n",
+            "[[host]]\naddress = \"h\"\n[broker]\nkind = \"redis\"\nmode = \"install\"\n",
         )
         .expect("inventory");
         let e = SshDeployment::new(install, rec, RunId::from_name("t"), None)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(e.contains("not built yet"), "{e}");
+        assert!(e.contains("built for nats only"), "{e}");
     }
 }
