@@ -31,6 +31,9 @@ enum Command {
     Images(cmd::images::ImagesCmd),
     /// Remove containers and networks that crashed runs left behind (labelled ones only).
     Clean(cmd::clean::CleanArgs),
+    /// Machines to try the SSH backend on: containers reached only over SSH.
+    #[command(subcommand)]
+    Lab(cmd::lab::LabCmd),
     /// Undo on SSH hosts what a killed run left there (Gauntlet's iptables chain, netem, a paused or stopped broker).
     Heal(cmd::clean::HealArgs),
     /// Generate big histories and measure reading and checking them (speed, memory).
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Images(c) => cmd::images::run(c),
         Command::Clean(args) => cmd::clean::run(args),
         Command::Heal(args) => cmd::clean::heal(args),
+        Command::Lab(c) => cmd::lab::run(c),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fuzz(args) => cmd::fuzz::run(args),
         Command::Report(args) => cmd::report::run(args),

@@ -5,6 +5,7 @@ pub mod check;
 pub mod clean;
 pub mod fuzz;
 pub mod images;
+pub mod lab;
 pub mod matrix;
 pub mod report;
 pub mod run;

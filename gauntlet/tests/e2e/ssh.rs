@@ -1,9 +1,10 @@
-//! The SSH backend for real (issue 19): three containers from Gauntlet's SSH host
-//! image (OpenSSH's server and Redis from Debian), each with a key generated
-//! here, and from then on treated only as SSH hosts: their addresses, port 22,
-//! the key and a known_hosts file filled by `ssh-keyscan` (strict checking).
-//! Redis is started on them over SSH (`mode = "installed"`: n1 primary, n2 and
-//! n3 its replicas), then `gauntlet run --hosts` drives them: a run with
+//! The SSH backend for real (issue 19), on Gauntlet's SSH lab (`gauntlet lab
+//! up`): three containers from Gauntlet's SSH host image (OpenSSH's server and
+//! Redis from Debian), each with a key generated for the lab, and from then on
+//! treated only as SSH hosts: their addresses, port 22, the key and a
+//! known_hosts file filled by `ssh-keyscan` (strict checking). Redis is started
+//! on them over SSH (`mode = "installed"`: n1 primary, n2 and n3 its
+//! replicas), then `gauntlet run --hosts` drives them: a run with
 //! kill-consumer, partition and restart-broker stays valid, the at-most-once
 //! negative control is caught, `--plan` prints the commands and changes nothing,
 //! Ctrl-C heals the hosts before the run exits, and `gauntlet heal --hosts`
@@ -14,112 +15,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// Three SSH hosts in containers labelled with a run id of their own; removed
-/// (by id) when dropped.
+/// Gauntlet's SSH lab (`gauntlet lab up`): three machines in containers, used
+/// only as SSH hosts; removed (`gauntlet lab down`) when dropped.
 struct Hosts {
     dir: PathBuf,
-    network: String,
-    containers: Vec<String>,
     ips: Vec<String>,
 }
 
-fn docker(args: &[&str]) -> String {
-    let out = Command::new("docker").args(args).output().expect("docker");
-    assert!(
-        out.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-const BOOT: &str = "ssh-keygen -A >/dev/null && install -d -m 700 /root/.ssh /run/sshd && \
-    printf '%s\\n' \"$KEY\" > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys && \
-    exec /usr/sbin/sshd -D -e";
-
 impl Hosts {
-    fn start(name: &str) -> Hosts {
-        let dir = results_dir(&format!("ssh-hosts-{name}"));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let key = dir.join("id");
-        let out = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", "gauntlet-test", "-f"])
-            .arg(&key)
+    fn start(name: &str, broker: &str) -> Hosts {
+        let dir = results_dir(&format!("ssh-lab-{name}"));
+        let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .args(["lab", "up", "--broker", broker, "--dir"])
+            .arg(&dir)
             .output()
-            .expect("ssh-keygen");
-        assert!(out.status.success(), "{out:?}");
-        let public = std::fs::read_to_string(dir.join("id.pub")).expect("id.pub");
-        let run = format!("test-ssh-{}-{name}", std::process::id());
-        let label = format!("gauntlet.run={run}");
-        let image = gauntlet_harness::images::ssh_host_image();
-        let network = docker(&[
-            "network",
-            "create",
-            "--label",
-            &label,
-            &format!("gauntlet-{run}"),
-        ]);
-        let mut hosts = Hosts {
-            dir,
-            network,
-            containers: Vec::new(),
-            ips: Vec::new(),
-        };
-        for i in 1..=3 {
-            let id = docker(&[
-                "run",
-                "-d",
-                "--label",
-                &label,
-                "--label",
-                &format!("gauntlet.node=n{i}"),
-                "--network",
-                &hosts.network,
-                "--hostname",
-                &format!("h{i}"),
-                "--cap-add",
-                "NET_ADMIN",
-                "-e",
-                &format!("KEY={}", public.trim()),
-                "--entrypoint",
-                "/usr/bin/tini",
-                &image,
-                "--",
-                "sh",
-                "-c",
-                BOOT,
-            ]);
-            hosts.containers.push(id);
-        }
-        for id in &hosts.containers {
-            let ip = docker(&[
-                "inspect",
-                "-f",
-                "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-                id,
-            ]);
-            hosts.ips.push(ip);
-        }
-        // Host keys, as an operator would record them before trusting the hosts.
-        let mut known = String::new();
-        for ip in &hosts.ips {
-            let t = Instant::now();
-            loop {
-                let out = Command::new("ssh-keyscan")
-                    .args(["-T", "2", "-t", "ed25519", ip])
-                    .output()
-                    .expect("ssh-keyscan");
-                let text = String::from_utf8_lossy(&out.stdout).into_owned();
-                if !text.trim().is_empty() {
-                    known.push_str(&text);
-                    break;
-                }
-                assert!(t.elapsed() < Duration::from_secs(60), "no sshd on {ip}");
-                std::thread::sleep(Duration::from_millis(300));
-            }
-        }
-        std::fs::write(hosts.dir.join("known_hosts"), known).expect("known_hosts");
-        hosts
+            .expect("gauntlet lab up");
+        assert!(out.status.success(), "gauntlet lab up: {out:?}");
+        let ips = std::fs::read_to_string(dir.join("addresses"))
+            .expect("addresses")
+            .lines()
+            .map(str::to_string)
+            .collect();
+        Hosts { dir, ips }
     }
 
     /// Runs `script` on host `i` (0-based) over SSH, as Gauntlet would.
@@ -154,60 +71,8 @@ impl Hosts {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Redis on every host, started over SSH: n1 the primary, the others its replicas.
-    fn start_redis(&self) {
-        for i in 0..3 {
-            let mut conf = String::from(
-                "bind 0.0.0.0\nprotected-mode no\nport 6379\ndaemonize yes\n\
-                 logfile /var/log/gauntlet-redis.log\ndir /var/lib/redis\n\
-                 appendonly yes\nappendfsync always\n",
-            );
-            if i > 0 {
-                conf.push_str(&format!("replicaof {} 6379\n", self.ips[0]));
-            }
-            self.ssh_ok(
-                i,
-                &format!(
-                    "printf '%s' '{conf}' > /etc/gauntlet-redis.conf && install -d /var/lib/redis && redis-server /etc/gauntlet-redis.conf"
-                ),
-            );
-        }
-        let t = Instant::now();
-        while !self
-            .ssh_ok(0, "redis-cli info replication")
-            .contains("connected_slaves:2")
-        {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "replicas never joined"
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
-    }
-
     fn inventory(&self) -> PathBuf {
-        self.inventory_with(
-            "hosts.toml",
-            "[broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
-             start = \"redis-server /etc/gauntlet-redis.conf\"\nlog = \"/var/log/gauntlet-redis.log\"\n\
-             ports = { client = 6379 }\n",
-        )
-    }
-
-    /// An inventory of the three hosts with this `[broker]` table.
-    fn inventory_with(&self, file: &str, broker: &str) -> PathBuf {
-        let mut text = String::new();
-        for ip in &self.ips {
-            text.push_str(&format!(
-                "[[host]]\naddress = \"{ip}\"\nuser = \"root\"\nidentity = \"{}\"\nknown_hosts_file = \"{}\"\n\n",
-                self.dir.join("id").display(),
-                self.dir.join("known_hosts").display()
-            ));
-        }
-        text.push_str(broker);
-        let path = self.dir.join(file);
-        std::fs::write(&path, text).expect("hosts.toml");
-        path
+        self.dir.join("hosts.toml")
     }
 
     /// Whether host `i` has Gauntlet's iptables chain.
@@ -218,11 +83,9 @@ impl Hosts {
 
 impl Drop for Hosts {
     fn drop(&mut self) {
-        for id in &self.containers {
-            let _ = Command::new("docker").args(["rm", "-f", id]).output();
-        }
-        let _ = Command::new("docker")
-            .args(["network", "rm", &self.network])
+        let _ = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .args(["lab", "down", "--dir"])
+            .arg(&self.dir)
             .output();
     }
 }
@@ -259,8 +122,7 @@ fn gauntlet_run(name: &str, inventory: &Path, args: &[&str]) -> Run {
 #[test]
 fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
     let t = Instant::now();
-    let hosts = Hosts::start("redis");
-    hosts.start_redis();
+    let hosts = Hosts::start("redis", "redis");
     let inventory = hosts.inventory();
 
     // 1. The seed's faults over SSH, each once from an explicit schedule: the
@@ -447,11 +309,8 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
 #[test]
 fn nats_installed_by_gauntlet_on_ssh_hosts() {
     let t = Instant::now();
-    let hosts = Hosts::start("nats");
-    let inventory = hosts.inventory_with(
-        "nats.toml",
-        "[broker]\nkind = \"nats\"\nmode = \"install\"\n",
-    );
+    let hosts = Hosts::start("nats", "nats");
+    let inventory = hosts.inventory();
     let installed = |i: usize| hosts.ssh(i, "command -v nats-server").status.success();
     assert!(
         !installed(0),
