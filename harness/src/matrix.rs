@@ -54,6 +54,10 @@ pub struct Entry {
     /// Why this entry is in the matrix (shown in the summary).
     #[serde(default)]
     pub why: String,
+    /// Run it on the SSH hosts of this inventory (relative to the matrix file)
+    /// instead of Docker containers (`gauntlet lab up --dir ...` makes one).
+    #[serde(default)]
+    pub hosts: Option<PathBuf>,
 }
 
 /// Overrides a profile applies to every scenario it runs.
@@ -89,6 +93,8 @@ pub struct Planned {
     pub entry: Entry,
     /// The scenario, with the profile's overrides and the results folder applied.
     pub scenario: Scenario,
+    /// The inventory of the SSH hosts it runs on (`hosts`, resolved).
+    pub hosts: Option<PathBuf>,
 }
 
 impl Matrix {
@@ -170,6 +176,7 @@ impl Matrix {
             out.push(Planned {
                 entry: e.clone(),
                 scenario: s,
+                hosts: e.hosts.as_ref().map(|h| base.join(h)),
             });
         }
         Ok(out)
@@ -285,6 +292,28 @@ pub struct Row {
     pub seconds: f64,
 }
 
+/// A scenario on the SSH hosts of the inventory at `path`.
+async fn on_hosts(
+    path: &Path,
+    s: &Scenario,
+    exe: &Path,
+    progress: Progress,
+) -> Result<run::RunOutcome, HarnessError> {
+    let inventory = crate::ssh::Inventory::read(path)?;
+    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
+    let remote = std::sync::Arc::new(crate::ssh::OpenSsh::new(control)?);
+    let backend = std::sync::Arc::new(crate::ssh::SshBackend::new(inventory, remote));
+    run::run_with_backend(
+        backend,
+        Instant::now(),
+        s,
+        exe,
+        progress,
+        run::RunOptions::default(),
+    )
+    .await
+}
+
 /// Runs every planned scenario in turn; a scenario whose run fails is a failed row,
 /// and the matrix goes on with the next one.
 pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> Vec<Row> {
@@ -312,7 +341,10 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
         // The run's own progress lines, indented under the matrix's.
         let prefix = format!("  {name}: ");
         let inner: Progress = Box::new(move |line: &str| eprintln!("{prefix}{line}"));
-        let result = run::run(s, exe, inner).await;
+        let result = match &p.hosts {
+            None => run::run(s, exe, inner).await,
+            Some(path) => on_hosts(path, s, exe, inner).await,
+        };
         let seconds = t0.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -396,6 +428,7 @@ mod tests {
             outcome,
             must_find: must_find.iter().map(|s| s.to_string()).collect(),
             why: String::new(),
+            hosts: None,
         }
     }
 
@@ -470,5 +503,16 @@ must-find = ["lost", "gap"]
         assert!(full.len() >= smoke.len());
         assert!(full.iter().any(|p| p.entry.outcome == Expected::Violated));
         assert!(full.iter().any(|p| p.entry.outcome == Expected::Valid));
+        // The SSH rows run on the lab's inventory, beside the matrix file, and
+        // only in the full profile (CI's smoke run starts no lab).
+        let on_hosts: Vec<&Planned> = full.iter().filter(|p| p.hosts.is_some()).collect();
+        assert_eq!(on_hosts.len(), 2);
+        for p in on_hosts {
+            assert_eq!(
+                p.hosts.as_deref(),
+                Some(base.join("lab/hosts.toml").as_path())
+            );
+        }
+        assert!(smoke.iter().all(|p| p.hosts.is_none()));
     }
 }
