@@ -167,6 +167,42 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
     );
     assert!((0..3).all(|i| !hosts.has_chain(i)), "healed at the end");
 
+    // 1b. The client proxy beside Gauntlet and leader targeting work against
+    // SSH hosts as against containers: acknowledgements dropped on n1's link,
+    // then the primary (found by the recipe's role probe, over SSH) killed.
+    let schedule = schedule_file(
+        "ssh-redis-proxy",
+        &[
+            (3_000, 3_000, "ack-loss", "n1", 1),
+            (8_000, 2_000, "kill-broker:leader", "n2", 2),
+        ],
+    );
+    let replay = schedule.display().to_string();
+    let r = gauntlet_run(
+        "ssh-redis-proxy",
+        &inventory,
+        &[
+            "--broker", "redis", "--replay", &replay, "--time", "14s", "--rate", "40",
+        ],
+    );
+    let _ = std::fs::remove_file(&schedule);
+    report("ssh redis ack-loss + kill-broker:leader", &r, t);
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    let events = crate::common::nemesis_events(&r.dir);
+    let dropped = events
+        .iter()
+        .filter(|e| e["f"] == "ack-loss-end")
+        .filter_map(|e| e["value"]["healed"]["stats"]["n1"]["dropped_down"].as_u64())
+        .sum::<u64>();
+    assert!(dropped > 0, "no acknowledgement dropped: {events:?}");
+    let kill = events
+        .iter()
+        .find(|e| e["f"] == "kill" && e["type"] == "info")
+        .unwrap_or_else(|| panic!("no kill in {events:?}"));
+    assert_eq!(kill["value"]["role"], "leader");
+    assert_eq!(kill["value"]["node"], "n1", "the primary");
+
     // 2. The negative control: acknowledged before processing, killed while
     // processing: lost, caught.
     let r = gauntlet_run(
