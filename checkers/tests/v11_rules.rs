@@ -266,6 +266,29 @@ fn shared_group_consumers_are_not_poll_skips_of_each_other() {
 }
 
 #[test]
+fn a_shared_group_poll_that_reads_around_another_consumers_message_is_no_int_poll_skip() {
+    // One poll of 5 reads offsets 0 and 2 of partition 0; 6, of the same group,
+    // was handed offset 1: the group skipped nothing within 5's poll either.
+    let mut h = three_sends();
+    h.poll_in(6, Some("g1"), vec![at("x", 1, 0, 1)]).poll_in(
+        5,
+        Some("g1"),
+        vec![at("x", 0, 0, 0), at("x", 2, 0, 2)],
+    );
+    // 6's first message jumps over 0, sent and not yet delivered: a gap (the
+    // order checks judge each consumer's own sequence).
+    assert_exact(&h.verdict(), &[(A::Gap, 1)]);
+}
+
+#[test]
+fn near_miss_the_same_poll_without_a_named_group_is_an_int_poll_skip() {
+    let mut h = three_sends();
+    h.poll(6, vec![at("x", 1, 0, 1)])
+        .poll(5, vec![at("x", 0, 0, 0), at("x", 2, 0, 2)]);
+    assert_exact(&h.verdict(), &[(A::IntPollSkip, 1), (A::Gap, 1)]);
+}
+
+#[test]
 fn near_miss_a_version_only_another_group_was_delivered_is_skipped() {
     // The same steps, but offset 1 went to a consumer of another group: g1
     // never had it, so 5 skipped it (and g1 lost it, by offset). Each group is

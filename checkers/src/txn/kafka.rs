@@ -26,14 +26,6 @@ fn hit(found: &mut [(AnomalyKind, Found)], slot: usize, f: impl FnOnce() -> serd
     }
 }
 
-/// The values of versions strictly between two places of one object.
-fn between(cx: &Ctx<'_>, p1: u32, p2: u32) -> Vec<i64> {
-    ((p1 + 1)..p2)
-        .take(20)
-        .map(|p| cx.v.values[p as usize])
-        .collect()
-}
-
 /// The group an item read for: a bare poll's named group, else `None` (a
 /// transaction, a send, or a poll of the default group).
 fn named_group(cx: &Ctx<'_>, it: &Item) -> Option<u32> {
@@ -43,11 +35,11 @@ fn named_group(cx: &Ctx<'_>, it: &Item) -> Option<u32> {
     }
 }
 
-/// Who was delivered each version in committed reads of a named group: the
-/// first reader of each place, and any other distinct readers beside it.
+/// Which named groups were delivered each version, in committed polls: the
+/// first group of each place, and any other groups beside it.
 struct Readers {
-    first: Vec<(u32, u32)>,
-    more: FxHashMap<u32, Vec<(u32, u32)>>,
+    first: Vec<u32>,
+    more: FxHashMap<u32, Vec<u32>>,
 }
 
 impl Readers {
@@ -68,16 +60,15 @@ impl Readers {
                     continue;
                 }
                 if r.first.is_empty() {
-                    r.first = vec![(NONE, NONE); cx.v.values.len()];
+                    r.first = vec![NONE; cx.v.values.len()];
                 }
-                let who = (g, it.process);
                 let slot = &mut r.first[a.pos as usize];
-                if slot.0 == NONE {
-                    *slot = who;
-                } else if *slot != who {
+                if *slot == NONE {
+                    *slot = g;
+                } else if *slot != g {
                     let m = r.more.entry(a.pos).or_default();
-                    if !m.contains(&who) {
-                        m.push(who);
+                    if !m.contains(&g) {
+                        m.push(g);
                     }
                 }
             }
@@ -85,20 +76,38 @@ impl Readers {
         r
     }
 
-    /// Whether the version at `pos` was delivered to a consumer of `group`
-    /// other than `process`.
-    fn by_another(&self, pos: u32, group: u32, process: u32) -> bool {
-        let other = |&(g, q): &(u32, u32)| g == group && q != process;
-        self.first.get(pos as usize).is_some_and(other)
-            || self.more.get(&pos).is_some_and(|m| m.iter().any(other))
+    /// Whether a committed poll of `group` was delivered the version at `pos`.
+    fn by_group(&self, pos: u32, group: u32) -> bool {
+        self.first.get(pos as usize) == Some(&group)
+            || self.more.get(&pos).is_some_and(|m| m.contains(&group))
+    }
+
+    /// The values of the versions strictly between places `p1` and `p2` that
+    /// count as skipped by a reader of `group`: all of them without a named
+    /// group; with one, those no committed poll of the group was delivered.
+    fn skipped<'a>(
+        &'a self,
+        cx: &'a Ctx<'_>,
+        group: Option<u32>,
+        p1: u32,
+        p2: u32,
+    ) -> impl Iterator<Item = i64> + 'a {
+        ((p1 + 1)..p2)
+            .filter(move |&p| group.is_none_or(|g| !self.by_group(p, g)))
+            .map(|p| cx.v.values[p as usize])
     }
 }
 
-/// Consecutive accesses to one object within one item: skips and backward steps.
+/// Consecutive accesses to one object within one item: skips and backward
+/// steps. `group`: the named group a poll read for (its skips discount what
+/// the group was delivered, as for `poll-skip`); `None` for sends.
+#[allow(clippy::too_many_arguments)]
 fn internal(
     cx: &Ctx<'_>,
     i: u32,
     accs: &[Access],
+    group: Option<u32>,
+    readers: &Readers,
     skip: usize,
     back: usize,
     found: &mut [(AnomalyKind, Found)],
@@ -115,11 +124,11 @@ fn internal(
             Some(x) => {
                 let (p1, v1) = (x.1, x.2);
                 let delta = i64::from(cx.v.idx[a.pos as usize]) - i64::from(cx.v.idx[p1 as usize]);
-                if delta > 1 {
+                if delta > 1 && readers.skipped(cx, group, p1, a.pos).next().is_some() {
                     hit(found, skip, || {
                         json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
                                "values": [v1, a.value], "delta": delta,
-                               "skipped": between(cx, p1, a.pos)})
+                               "skipped": readers.skipped(cx, group, p1, a.pos).take(20).collect::<Vec<i64>>()})
                     });
                 } else if delta < 1 {
                     hit(found, back, || {
@@ -158,8 +167,8 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         let i = ii as u32;
         let reads = cx.reads_of(i);
         let writes = cx.writes_of(i);
-        internal(cx, i, reads, ips, inp, found);
-        internal(cx, i, writes, iss, ins, found);
+        internal(cx, i, reads, named_group(cx, it), &readers, ips, inp, found);
+        internal(cx, i, writes, None, &readers, iss, ins, found);
         if let Source::Txn(_) = it.src {
             if let Some(r) = reads
                 .iter()
@@ -249,17 +258,11 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
             // consumer of the named group was delivered is the group's, not
             // skipped (docs/txn.md, poll-skip).
             let group = named_group(cx, it);
-            let readers = &readers;
-            let skipped = || {
-                ((p1 + 1)..p2)
-                    .filter(move |&p| group.is_none_or(|g| !readers.by_another(p, g, it.process)))
-                    .map(|p| cx.v.values[p as usize])
-            };
-            if delta > 1 && skipped().next().is_some() {
+            if delta > 1 && readers.skipped(cx, group, p1, p2).next().is_some() {
                 hit(found, ps, || {
                     json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
                            "values": [v1, v2], "delta": delta,
-                           "skipped": skipped().take(20).collect::<Vec<i64>>()})
+                           "skipped": readers.skipped(cx, group, p1, p2).take(20).collect::<Vec<i64>>()})
                 });
             } else if delta < 1 {
                 hit(found, np, || {
