@@ -10,7 +10,6 @@
 //! Ctrl-C heals the hosts before the run exits, and `gauntlet heal --hosts`
 //! undoes a partition that a SIGKILLed Gauntlet left.
 use crate::common::{count, no_leftovers, report, results_dir, schedule_file, Run};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -90,33 +89,12 @@ impl Drop for Hosts {
     }
 }
 
+/// `gauntlet run --hosts INVENTORY ARGS...`, read as every e2e run is.
 fn gauntlet_run(name: &str, inventory: &Path, args: &[&str]) -> Run {
-    let results = results_dir(name);
-    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
-        .arg("run")
-        .arg("--hosts")
-        .arg(inventory)
-        .args(args)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .expect("start gauntlet");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let dir = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("run folder: "))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("no run folder\nstdout:\n{stdout}\nstderr:\n{stderr}"));
-    let verdict: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("verdict.json")).expect("verdict.json"),
-    )
-    .expect("verdict JSON");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        verdict,
-        dir,
-    }
+    let inventory = inventory.display().to_string();
+    let mut all = vec!["--hosts", inventory.as_str()];
+    all.extend_from_slice(args);
+    crate::common::run(name, &all)
 }
 
 #[test]
