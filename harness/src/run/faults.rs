@@ -49,6 +49,17 @@ pub(super) fn link_target<'a>(node: &'a str, traffic: &[(&'a str, u64)]) -> &'a 
     {
         return node;
     }
+    busiest_link(node, traffic)
+}
+
+/// The link that carried the most client -> broker bytes (first in node order
+/// on a tie); the scheduled `node` when none carried any. `ack-loss` always
+/// takes it: its point is to drop the broker's replies to records, and the
+/// records go where the bytes go. A link with a quarter of those bytes may
+/// carry only consumers' fetches and commits: a smoke run put `ack-loss` on
+/// such a link, dropped 804 bytes of replies to consumers, and the negative
+/// control caught nothing.
+pub(super) fn busiest_link<'a>(node: &'a str, traffic: &[(&'a str, u64)]) -> &'a str {
     let mut best = (node, 0);
     for &(n, up) in traffic {
         if up > best.1 {
@@ -240,5 +251,15 @@ mod tests {
         // No traffic anywhere yet: the schedule's node.
         assert_eq!(link_target("n2", &[("n1", 0), ("n2", 0)]), "n2");
         assert_eq!(link_target("n9", &[]), "n9");
+        // ack-loss: the busiest link even when the scheduled one has a quarter.
+        assert_eq!(
+            busiest_link("n3", &[("n1", 400), ("n2", 0), ("n3", 100)]),
+            "n1"
+        );
+        assert_eq!(
+            link_target("n3", &[("n1", 400), ("n2", 0), ("n3", 100)]),
+            "n3"
+        );
+        assert_eq!(busiest_link("n2", &[("n1", 0), ("n2", 0)]), "n2");
     }
 }

@@ -1,6 +1,6 @@
 //! The nemesis side of a run: the schedule played against the deployment,
 //! the final heal, and the nemesis's view of the cluster ([`RunCluster`]).
-use super::faults::{link_state, link_target};
+use super::faults::{busiest_link, link_state, link_target};
 use super::workers::Pool;
 use super::{Progress, Scenario};
 use crate::broker::BrokerExt;
@@ -340,10 +340,15 @@ impl Cluster for RunCluster<'_> {
             .zip(&after)
             .map(|(l, a)| (l.node(), *a))
             .collect();
-        let aimed = if recent.iter().any(|&(_, b)| b > 0) {
-            link_target(node, &recent)
+        let traffic = if recent.iter().any(|&(_, b)| b > 0) {
+            &recent
         } else {
-            link_target(node, &so_far)
+            &so_far
+        };
+        let aimed = if matches!(fault, LinkFault::AckLoss) {
+            busiest_link(node, traffic)
+        } else {
+            link_target(node, traffic)
         };
         let link = proxy.link(aimed).ok_or_else(unsupported)?;
         let state = link_state(fault);
@@ -359,9 +364,13 @@ impl Cluster for RunCluster<'_> {
         });
         if aimed != node {
             value["scheduled"] = json!(node);
-            value["why"] = json!(format!(
-                "no client bytes through {node}'s link now; {aimed}'s carries the most"
-            ));
+            value["why"] = json!(if matches!(fault, LinkFault::AckLoss) {
+                format!("ack-loss takes the link clients send the most through: {aimed}'s")
+            } else {
+                format!(
+                    "{node}'s link carries under a quarter of the busiest's client bytes now; {aimed}'s carries the most"
+                )
+            });
         }
         Ok(value)
     }
