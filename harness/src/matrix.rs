@@ -299,9 +299,7 @@ async fn on_hosts(
     exe: &Path,
     progress: Progress,
 ) -> Result<run::RunOutcome, HarnessError> {
-    let inventory = crate::ssh::Inventory::read(path)?;
-    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
-    let remote = std::sync::Arc::new(crate::ssh::OpenSsh::new(control)?);
+    let (inventory, remote) = crate::ssh::open(path)?;
     let backend = std::sync::Arc::new(crate::ssh::SshBackend::new(inventory, remote));
     run::run_with_backend(
         backend,

@@ -81,10 +81,7 @@ pub fn ssh_backend(
     gauntlet_harness::ssh::Inventory,
     std::sync::Arc<gauntlet_harness::ssh::OpenSsh>,
 )> {
-    let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
-    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
-    let remote = gauntlet_harness::ssh::OpenSsh::new(control)?;
-    Ok((inventory, std::sync::Arc::new(remote)))
+    Ok(gauntlet_harness::ssh::open(path)?)
 }
 
 fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {

@@ -81,6 +81,14 @@ impl Remote for OpenSsh {
     }
 }
 
+/// The inventory at `path` and the system `ssh` to reach its hosts, with the
+/// control sockets in this process's own folder under the temporary directory.
+pub fn open(path: &Path) -> Result<(Inventory, Arc<OpenSsh>)> {
+    let inventory = Inventory::read(path)?;
+    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
+    Ok((inventory, Arc::new(OpenSsh::new(control)?)))
+}
+
 /// A broker that already runs on the inventory's hosts.
 pub struct SshDeployment {
     inventory: Inventory,
