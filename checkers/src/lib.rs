@@ -11,6 +11,11 @@
 //! Which guarantee each anomaly breaks is the table [`breaks`], not code spread
 //! over the checkers.
 //!
+//! Each pass runs under `catch_unwind`: one that panics leaves its own anomaly
+//! types unjudged (the verdict's `unjudged`) and the others' results standing;
+//! a history in which nothing completed `ok` is not judged either
+//! (`docs/checkers.md`, "Nothing to judge" and "A checker that fails").
+//!
 //! Of Gauntlet's crates it depends on `gauntlet-history` alone. It must not do I/O or depend
 //! on a broker, Docker or any other part of a run.
 #![warn(missing_docs)]
@@ -28,11 +33,12 @@ pub mod verdict;
 
 use std::collections::BTreeMap;
 
+use gauntlet_history::model::Outcome;
 pub use gauntlet_history::History;
 use gauntlet_history::NO_OFFSET;
 pub use verdict::{
     Anomaly, AnomalyKind, Guarantee, Incomplete, IncompleteReason, Latency, Stats, Status,
-    Validity, Verdict,
+    Unjudged, UnjudgedReason, Validity, Verdict,
 };
 
 /// How to judge a history.
@@ -90,7 +96,113 @@ pub fn check_with_budget(
     opts: &CheckOptions,
     txn_budget: std::time::Duration,
 ) -> Verdict {
+    check_passes(h, opts, txn_budget, &|_| {})
+}
+
+/// A checker pass: what a panic leaves unjudged (`docs/checkers.md`, "A checker that fails").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Txn,
+    Delivery,
+    Order,
+    Total,
+    Offsets,
+    Stats,
+}
+
+impl Pass {
+    fn name(self) -> &'static str {
+        match self {
+            Pass::Txn => "txn",
+            Pass::Delivery => "delivery",
+            Pass::Order => "order",
+            Pass::Total => "total-order",
+            Pass::Offsets => "offsets",
+            Pass::Stats => "stats",
+        }
+    }
+}
+
+const ORDER_KINDS: [AnomalyKind; 4] = [
+    AnomalyKind::Gap,
+    AnomalyKind::KeyOrder,
+    AnomalyKind::ProducerOrder,
+    AnomalyKind::PartitionOrder,
+];
+
+/// Runs one pass, `before(pass)` first (the tests' way to make a pass panic);
+/// a panic in either becomes its message.
+fn guarded<T>(pass: Pass, before: &dyn Fn(Pass), f: impl FnOnce() -> T) -> Result<T, String> {
+    // A pass only reads the history and builds its own state: one that panics
+    // leaves nothing half-written that the others read.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        before(pass);
+        f()
+    }))
+    .map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// The message of a panic: `panic!("literal")` carries a `&str`, a formatted one a `String`.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+fn panicked(
+    unjudged: &mut Vec<Unjudged>,
+    pass: Pass,
+    anomalies: &[AnomalyKind],
+    message: &str,
+    also: &str,
+) {
+    unjudged.push(Unjudged {
+        reason: UnjudgedReason::CheckerPanicked,
+        pass: Some(pass.name().to_string()),
+        anomalies: anomalies.to_vec(),
+        detail: format!("the {} pass panicked: {message}{also}", pass.name()),
+    });
+}
+
+/// Whether any operation completed `ok`: an acknowledged send, an `ok` poll
+/// (`polls` holds the `ok` ones and committed reads), a committed transaction.
+fn something_completed(h: &History) -> bool {
+    !h.polls.is_empty()
+        || h.sends.iter().any(|s| s.outcome == Outcome::Ok)
+        || h.txns.iter().any(|t| t.outcome == Outcome::Ok)
+}
+
+/// `unjudged`'s detail for a history in which nothing completed `ok`.
+fn nothing_completed(h: &History) -> String {
+    if h.counts.ops == 0 {
+        return "the history has no op".to_string();
+    }
+    let fail = h
+        .sends
+        .iter()
+        .filter(|s| s.outcome == Outcome::Fail)
+        .count();
+    let info = h.sends.len() - fail;
+    format!(
+        "no operation completed ok: {} op(s), {} send(s) ({fail} fail, {info} info or never completed), no poll or transaction ended ok",
+        h.counts.ops,
+        h.sends.len(),
+    )
+}
+
+/// [`check_with_budget`], with each pass guarded and `before` called as it starts.
+fn check_passes(
+    h: &History,
+    opts: &CheckOptions,
+    txn_budget: std::time::Duration,
+    before: &dyn Fn(Pass),
+) -> Verdict {
     let max = opts.max_examples;
+    let mut unjudged: Vec<Unjudged> = Vec::new();
     // The transaction analysis first: its graph is gone before the other passes
     // build their indices, so the peak is the larger of the two, not their sum.
     // Without transactions, Jepsen's Kafka checks still judge a history whose
@@ -98,38 +210,128 @@ pub fn check_with_budget(
     let logged = !h.txns.is_empty()
         || h.sends.iter().any(|s| s.offset != NO_OFFSET)
         || h.deliveries.iter().any(|d| d.offset != NO_OFFSET);
-    let txn_found = logged.then(|| txn::check(h, max, txn_budget));
-    let (index, del) = delivery::check(h, max);
-    let ord = order::check(h, &index, max);
-    let tot = total::check(h, &index, max);
-    let inconsistent = offsets::check(h, &index.written, max);
-    let delivered_distinct =
-        index.delivered_any.iter().filter(|&&d| d).count() as u64 + del.unexpected.count;
-    let stats = stats::stats(h, index.groups.len(), delivered_distinct);
+    let txn_kinds: &[AnomalyKind] = if h.txns.is_empty() {
+        &AnomalyKind::KAFKA
+    } else {
+        &AnomalyKind::TXN
+    };
+    let txn_found = if logged {
+        guarded(Pass::Txn, before, || txn::check(h, max, txn_budget))
+            .map_err(|m| panicked(&mut unjudged, Pass::Txn, txn_kinds, &m, ""))
+            .ok()
+    } else {
+        None
+    };
+    let delivered = guarded(Pass::Delivery, before, || delivery::check(h, max))
+        .map_err(|m| {
+            panicked(
+                &mut unjudged,
+                Pass::Delivery,
+                &AnomalyKind::ALL,
+                &m,
+                "; the order, total-order and offsets passes read its index and did not run",
+            )
+        })
+        .ok();
+    let (index, del) = match delivered {
+        Some((index, del)) => (Some(index), Some(del)),
+        None => (None, None),
+    };
+    let ord = index.as_ref().and_then(|index| {
+        guarded(Pass::Order, before, || order::check(h, index, max))
+            .map_err(|m| panicked(&mut unjudged, Pass::Order, &ORDER_KINDS, &m, ""))
+            .ok()
+    });
+    let tot = index.as_ref().and_then(|index| {
+        guarded(Pass::Total, before, || total::check(h, index, max))
+            .map_err(|m| {
+                panicked(
+                    &mut unjudged,
+                    Pass::Total,
+                    &[AnomalyKind::TotalOrder],
+                    &m,
+                    "",
+                )
+            })
+            .ok()
+    });
+    let inconsistent = index.as_ref().and_then(|index| {
+        guarded(Pass::Offsets, before, || {
+            offsets::check(h, &index.written, max)
+        })
+        .map_err(|m| {
+            panicked(
+                &mut unjudged,
+                Pass::Offsets,
+                &[AnomalyKind::InconsistentOffsets],
+                &m,
+                "",
+            )
+        })
+        .ok()
+    });
+    let (groups, delivered_distinct) = match (&index, &del) {
+        (Some(index), Some(del)) => (
+            index.groups.len(),
+            index.delivered_any.iter().filter(|&&d| d).count() as u64 + del.unexpected.count,
+        ),
+        _ => (0, 0),
+    };
+    let stats = guarded(Pass::Stats, before, || {
+        stats::stats(h, groups, delivered_distinct)
+    })
+    .unwrap_or_else(|m| {
+        panicked(
+            &mut unjudged,
+            Pass::Stats,
+            &[],
+            &m,
+            "; every figure of stats is 0",
+        );
+        Stats::default()
+    });
 
+    let has_offsets = ord.as_ref().is_none_or(|o| o.has_offsets);
+    let bounded = tot.as_ref().is_some_and(|t| t.bounded);
     let mut warnings = h.warnings.clone();
-    if tot.bounded {
+    if bounded {
         warnings.push(format!(
             "total-order: the cross-consumer search stopped after {} comparisons; its count is a lower bound",
             total::CROSS_BUDGET
         ));
     }
-    let mut anomalies = BTreeMap::new();
-    for (kind, found) in [
-        (AnomalyKind::Lost, del.lost),
-        (AnomalyKind::Unseen, del.unseen),
-        (AnomalyKind::Unexpected, del.unexpected),
-        (AnomalyKind::AbortedRead, del.aborted_read),
-        (AnomalyKind::Recovered, del.recovered),
-        (AnomalyKind::DuplicateWrite, del.duplicate_write),
-        (AnomalyKind::Redelivered, del.redelivered),
-        (AnomalyKind::Gap, ord.gap),
-        (AnomalyKind::KeyOrder, ord.key_order),
-        (AnomalyKind::ProducerOrder, ord.producer_order),
-        (AnomalyKind::PartitionOrder, ord.partition_order),
-        (AnomalyKind::TotalOrder, tot.total_order),
-        (AnomalyKind::InconsistentOffsets, inconsistent),
-    ] {
+    // Every anomaly type is listed; a pass that panicked leaves its own at 0.
+    let mut anomalies: BTreeMap<AnomalyKind, Anomaly> = AnomalyKind::ALL
+        .iter()
+        .map(|&k| (k, Anomaly::default()))
+        .collect();
+    let mut found = Vec::new();
+    if let Some(del) = del {
+        found.extend([
+            (AnomalyKind::Lost, del.lost),
+            (AnomalyKind::Unseen, del.unseen),
+            (AnomalyKind::Unexpected, del.unexpected),
+            (AnomalyKind::AbortedRead, del.aborted_read),
+            (AnomalyKind::Recovered, del.recovered),
+            (AnomalyKind::DuplicateWrite, del.duplicate_write),
+            (AnomalyKind::Redelivered, del.redelivered),
+        ]);
+    }
+    if let Some(ord) = ord {
+        found.extend([
+            (AnomalyKind::Gap, ord.gap),
+            (AnomalyKind::KeyOrder, ord.key_order),
+            (AnomalyKind::ProducerOrder, ord.producer_order),
+            (AnomalyKind::PartitionOrder, ord.partition_order),
+        ]);
+    }
+    if let Some(tot) = tot {
+        found.push((AnomalyKind::TotalOrder, tot.total_order));
+    }
+    if let Some(inconsistent) = inconsistent {
+        found.push((AnomalyKind::InconsistentOffsets, inconsistent));
+    }
+    for (kind, found) in found {
         anomalies.insert(kind, found.into_anomaly());
     }
     let mut txn_unknown = false;
@@ -139,8 +341,16 @@ pub fn check_with_budget(
         }
         warnings.extend(t.warnings);
         txn_unknown = t.unknown;
+    } else if logged {
+        for &kind in txn_kinds {
+            anomalies.insert(kind, Anomaly::default());
+        }
     }
     let count = |k: AnomalyKind| anomalies.get(&k).map_or(0, |a: &Anomaly| a.count);
+    let not_judged: std::collections::BTreeSet<AnomalyKind> = unjudged
+        .iter()
+        .flat_map(|u| u.anomalies.iter().copied())
+        .collect();
     let nothing_delivered = h.deliveries.is_empty();
     let mut guarantees = BTreeMap::new();
     for g in Guarantee::ALL {
@@ -149,26 +359,52 @@ pub fn check_with_budget(
             Guarantee::AtMostOnce => false,
             Guarantee::AtLeastOnce => count(AnomalyKind::Unseen) > 0,
             Guarantee::ExactlyOnce => count(AnomalyKind::Unseen) > 0 || txn_unknown,
-            Guarantee::PartitionOrder => !ord.has_offsets,
+            Guarantee::PartitionOrder => !has_offsets,
             Guarantee::TotalOrder => {
-                nothing_delivered || (tot.bounded && count(AnomalyKind::TotalOrder) == 0)
+                nothing_delivered || (bounded && count(AnomalyKind::TotalOrder) == 0)
             }
             Guarantee::ProducerOrder | Guarantee::KeyOrder => nothing_delivered,
         };
+        // A guarantee an unjudged anomaly type could break is not known to hold.
+        let missed = breaks(g).iter().any(|k| not_judged.contains(k))
+            || (matches!(g, Guarantee::AtLeastOnce | Guarantee::ExactlyOnce)
+                && not_judged.contains(&AnomalyKind::Unseen));
         let status = if violated {
             Status::Violated
-        } else if unknown {
+        } else if unknown || missed {
             Status::Unknown
         } else {
             Status::Holds
         };
         guarantees.insert(g, status);
     }
+    // Nothing completed `ok`: nothing is known to hold.
+    if !something_completed(h) {
+        for s in guarantees.values_mut() {
+            if *s == Status::Holds {
+                *s = Status::Unknown;
+            }
+        }
+        unjudged.insert(
+            0,
+            Unjudged {
+                reason: UnjudgedReason::NothingCompleted,
+                pass: None,
+                anomalies: Vec::new(),
+                detail: nothing_completed(h),
+            },
+        );
+    }
     let integrity = AnomalyKind::ALL
         .iter()
         .any(|&k| k.is_integrity() && count(k) > 0);
     let mut valid = if integrity {
         Validity::False
+    } else if AnomalyKind::ALL
+        .iter()
+        .any(|&k| k.is_integrity() && not_judged.contains(&k))
+    {
+        Validity::Unknown
     } else {
         Validity::True
     };
@@ -179,6 +415,26 @@ pub fn check_with_budget(
             Status::Violated => Validity::False,
         });
     }
+    for u in &unjudged {
+        warnings.push(match u.reason {
+            UnjudgedReason::NothingCompleted => format!(
+                "not judged: {}; a history in which nothing completed proves nothing held, so no guarantee holds",
+                u.detail
+            ),
+            UnjudgedReason::CheckerPanicked if u.anomalies.is_empty() => {
+                format!("not judged: {}", u.detail)
+            }
+            UnjudgedReason::CheckerPanicked => format!(
+                "not judged: {}; unknown: {}",
+                u.detail,
+                u.anomalies
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
     Verdict {
         valid,
         guarantees,
@@ -187,5 +443,225 @@ pub fn check_with_budget(
         expected: opts.expect.clone(),
         warnings,
         incomplete: None,
+        unjudged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_history::read_bytes;
+    use std::time::Duration;
+
+    /// x=1 acknowledged at offset 0 and never read, x=2 at 1 and read, x=3 at 2
+    /// and read before x=2 by one consumer: `lost` 1, `gap`, `key-order`,
+    /// `producer-order`, `partition-order`, `total-order`, and Jepsen's
+    /// `nonmonotonic-poll` (offsets: the Kafka checks run).
+    fn history() -> History {
+        let mut text = String::new();
+        let mut i = 0;
+        let mut line = |l: String| {
+            text.push_str(&l);
+            text.push('\n');
+        };
+        for (v, o) in [(1, 0), (2, 1), (3, 2)] {
+            line(format!(
+                r#"{{"index":{i},"time":{i},"process":0,"type":"invoke","f":"send","value":{{"key":"x","value":{v}}}}}"#
+            ));
+            i += 1;
+            line(format!(
+                r#"{{"index":{i},"time":{i},"process":0,"type":"ok","f":"send","value":{{"key":"x","value":{v},"partition":0,"offset":{o}}}}}"#
+            ));
+            i += 1;
+        }
+        line(format!(
+            r#"{{"index":{i},"time":{i},"process":1,"type":"invoke","f":"poll"}}"#
+        ));
+        i += 1;
+        line(format!(
+            r#"{{"index":{i},"time":{i},"process":1,"type":"ok","f":"poll","value":[{{"key":"x","value":3,"partition":0,"offset":2}},{{"key":"x","value":2,"partition":0,"offset":1}}]}}"#
+        ));
+        read_bytes("h.jsonl", text.as_bytes()).expect("history")
+    }
+
+    fn opts() -> CheckOptions {
+        CheckOptions {
+            expect: vec![Guarantee::AtLeastOnce, Guarantee::KeyOrder],
+            max_examples: 10,
+        }
+    }
+
+    /// The verdict with `pass` made to panic with `message`.
+    fn panicking(pass: Pass, message: &'static str) -> Verdict {
+        check_passes(&history(), &opts(), Duration::from_secs(10), &|p| {
+            if p == pass {
+                panic!("{message} (in {})", p.name());
+            }
+        })
+    }
+
+    fn counts(v: &Verdict) -> BTreeMap<AnomalyKind, u64> {
+        v.anomalies
+            .iter()
+            .filter(|(_, a)| a.count > 0)
+            .map(|(k, a)| (*k, a.count))
+            .collect()
+    }
+
+    fn whole() -> Verdict {
+        check(&history(), &opts())
+    }
+
+    #[test]
+    fn the_history_without_a_panic() {
+        use AnomalyKind as A;
+        let v = whole();
+        assert_eq!(
+            counts(&v),
+            BTreeMap::from([
+                (A::Lost, 1),
+                (A::Gap, 1),
+                (A::KeyOrder, 1),
+                (A::ProducerOrder, 1),
+                (A::PartitionOrder, 1),
+                (A::TotalOrder, 1),
+                (A::IntNonmonotonicPoll, 1),
+            ])
+        );
+        assert!(v.unjudged.is_empty());
+        assert_eq!(v.valid, Validity::False);
+    }
+
+    #[test]
+    fn a_panicking_order_pass_leaves_its_checks_unknown_and_the_others_standing() {
+        use AnomalyKind as A;
+        let v = panicking(Pass::Order, "injected");
+        let mut want = counts(&whole());
+        for k in ORDER_KINDS {
+            want.remove(&k);
+        }
+        assert_eq!(counts(&v), want);
+        for k in ORDER_KINDS {
+            assert_eq!(v.anomalies[&k], Anomaly::default(), "{k}");
+        }
+        assert_eq!(
+            v.unjudged,
+            [Unjudged {
+                reason: UnjudgedReason::CheckerPanicked,
+                pass: Some("order".into()),
+                anomalies: ORDER_KINDS.to_vec(),
+                detail: "the order pass panicked: injected (in order)".into(),
+            }]
+        );
+        assert_eq!(
+            v.warnings,
+            ["not judged: the order pass panicked: injected (in order); unknown: gap, key-order, producer-order, partition-order"]
+        );
+        // Its guarantees are unknown; the lost write (delivery) still violates at-least-once.
+        assert_eq!(v.status(Guarantee::KeyOrder), Status::Unknown);
+        assert_eq!(v.status(Guarantee::ProducerOrder), Status::Unknown);
+        assert_eq!(v.status(Guarantee::PartitionOrder), Status::Unknown);
+        assert_eq!(v.status(Guarantee::AtLeastOnce), Status::Violated);
+        assert_eq!(v.status(Guarantee::TotalOrder), Status::Violated);
+        assert_eq!(v.count(A::Lost), 1);
+        assert_eq!(v.valid, Validity::False);
+        let json = serde_json::to_value(&v).expect("json");
+        assert_eq!(json["unjudged"][0]["reason"], "checker-panicked");
+        assert_eq!(json["unjudged"][0]["anomalies"][1], "key-order");
+        let back: Verdict = serde_json::from_value(json).expect("round trip");
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn a_panicking_delivery_pass_leaves_the_passes_that_read_it_unrun_and_txn_standing() {
+        use AnomalyKind as A;
+        let v = panicking(Pass::Delivery, "index out of bounds");
+        // Jepsen's Kafka checks (the txn pass) stand.
+        assert_eq!(counts(&v), BTreeMap::from([(A::IntNonmonotonicPoll, 1)]));
+        assert_eq!(v.unjudged.len(), 1);
+        assert_eq!(v.unjudged[0].pass.as_deref(), Some("delivery"));
+        assert_eq!(v.unjudged[0].anomalies, AnomalyKind::ALL.to_vec());
+        assert_eq!(
+            v.unjudged[0].detail,
+            "the delivery pass panicked: index out of bounds (in delivery); the order, total-order and offsets passes read its index and did not run"
+        );
+        for g in Guarantee::ALL {
+            assert_eq!(v.status(g), Status::Unknown, "{g}");
+        }
+        assert_eq!(v.valid, Validity::Unknown);
+        assert_eq!((v.stats.groups, v.stats.delivered_distinct), (0, 0));
+        assert_eq!(v.stats.sends, 3);
+    }
+
+    #[test]
+    fn a_panicking_txn_pass_leaves_only_the_kafka_checks_unjudged() {
+        let v = panicking(Pass::Txn, "boom");
+        let mut want = counts(&whole());
+        want.remove(&AnomalyKind::IntNonmonotonicPoll);
+        assert_eq!(counts(&v), want);
+        for k in AnomalyKind::KAFKA {
+            assert_eq!(v.anomalies[&k], Anomaly::default(), "{k}");
+        }
+        assert_eq!(v.unjudged[0].anomalies, AnomalyKind::KAFKA.to_vec());
+        // The Kafka checks judge no guarantee.
+        assert_eq!(v.guarantees, whole().guarantees);
+        assert_eq!(v.valid, Validity::False);
+    }
+
+    #[test]
+    fn a_panicking_offsets_pass_makes_valid_at_least_unknown() {
+        // The history's only guarantee-breaking anomalies are order ones; with
+        // at-least-once and at-most-once expected and the integrity check unjudged,
+        // `valid` cannot be true.
+        let h = read_bytes(
+            "h.jsonl",
+            br#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"x","value":1}}
+{"index":1,"time":1,"process":0,"type":"ok","f":"send","value":{"key":"x","value":1,"partition":0,"offset":0}}
+{"index":2,"time":2,"process":1,"type":"invoke","f":"poll"}
+{"index":3,"time":3,"process":1,"type":"ok","f":"poll","value":[{"key":"x","value":1,"partition":0,"offset":0}]}
+"#,
+        )
+        .expect("history");
+        let o = CheckOptions {
+            expect: vec![Guarantee::AtLeastOnce, Guarantee::AtMostOnce],
+            max_examples: 10,
+        };
+        assert_eq!(check(&h, &o).valid, Validity::True);
+        let v = check_passes(&h, &o, Duration::from_secs(10), &|p| {
+            if p == Pass::Offsets {
+                panic!("offsets");
+            }
+        });
+        assert_eq!(v.valid, Validity::Unknown);
+        assert_eq!(v.status(Guarantee::AtLeastOnce), Status::Holds);
+        assert_eq!(v.unjudged[0].anomalies, [AnomalyKind::InconsistentOffsets]);
+    }
+
+    #[test]
+    fn a_panicking_stats_pass_leaves_the_judgement_and_zero_figures() {
+        let v = panicking(Pass::Stats, "stats");
+        assert_eq!(counts(&v), counts(&whole()));
+        assert_eq!(v.guarantees, whole().guarantees);
+        assert_eq!(v.stats, Stats::default());
+        assert_eq!(
+            v.unjudged[0].detail,
+            "the stats pass panicked: stats (in stats); every figure of stats is 0"
+        );
+        assert!(v.unjudged[0].anomalies.is_empty());
+        assert_eq!(
+            v.warnings,
+            ["not judged: the stats pass panicked: stats (in stats); every figure of stats is 0"]
+        );
+    }
+
+    #[test]
+    fn a_panic_message_is_kept_whatever_its_payload() {
+        let literal = std::panic::catch_unwind(|| panic!("literal")).expect_err("panics");
+        assert_eq!(panic_message(literal.as_ref()), "literal");
+        let n = 7;
+        let formatted = std::panic::catch_unwind(|| panic!("index {n}")).expect_err("panics");
+        assert_eq!(panic_message(formatted.as_ref()), "index 7");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).expect_err("panics");
+        assert_eq!(panic_message(other.as_ref()), "a panic without a message");
     }
 }

@@ -449,6 +449,37 @@ pub struct Verdict {
     /// (interrupted, or its history could not be written whole). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<Incomplete>,
+    /// Extension: what was not judged, and why (nothing completed `ok`, or a
+    /// checker pass panicked). Absent when everything was judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<Unjudged>,
+}
+
+/// Why part or all of a history was not judged (the verdict's `unjudged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnjudgedReason {
+    /// No operation completed `ok` (no acknowledged send, no `ok` read): every
+    /// guarantee that nothing violates is `unknown`.
+    NothingCompleted,
+    /// A checker pass panicked: its anomaly types are not judged.
+    CheckerPanicked,
+}
+
+/// One entry of the verdict's `unjudged` extension.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unjudged {
+    /// Why.
+    pub reason: UnjudgedReason,
+    /// The checker pass that panicked (`delivery`, `order`, `total-order`,
+    /// `offsets`, `txn`, `stats`); absent when the whole history is not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
+    /// The anomaly types left unjudged: their count is 0 and means nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<AnomalyKind>,
+    /// What happened, in words (for a panic: its message).
+    pub detail: String,
 }
 
 /// Why a run's history is not the whole run (the verdict's `incomplete`).

@@ -78,3 +78,63 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     }
     Ok(verdict.valid.exit_code())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gauntlet check FILE --json OUT -q` on `text`: the exit status and the verdict written.
+    fn check_text(name: &str, text: &str) -> (i32, serde_json::Value) {
+        let dir =
+            std::env::temp_dir().join(format!("gauntlet-check-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("history");
+        let out = dir.join("verdict.json");
+        let code = run(CheckArgs {
+            file,
+            expect: Vec::new(),
+            json: Some(out.clone()),
+            html: None,
+            junit: None,
+            max_examples: 10,
+            quiet: true,
+        })
+        .expect("checks");
+        let verdict = serde_json::from_slice(&std::fs::read(&out).expect("verdict")).expect("json");
+        let _ = std::fs::remove_dir_all(&dir);
+        (code, verdict)
+    }
+
+    #[test]
+    fn an_empty_history_or_a_lone_invoke_exits_2_with_the_reason() {
+        let (code, v) = check_text("empty.jsonl", "");
+        assert_eq!(code, 2);
+        assert_eq!(v["valid"], "unknown");
+        assert_eq!(v["unjudged"][0]["reason"], "nothing-completed");
+        assert_eq!(v["unjudged"][0]["detail"], "the history has no op");
+        let (code, v) = check_text(
+            "one.jsonl",
+            r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1}}
+"#,
+        );
+        assert_eq!(code, 2);
+        assert_eq!(v["guarantees"]["at-most-once"], "unknown");
+        assert_eq!(v["unjudged"][0]["reason"], "nothing-completed");
+    }
+
+    #[test]
+    fn near_miss_one_acknowledged_and_delivered_send_exits_0() {
+        let (code, v) = check_text(
+            "ok.jsonl",
+            r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1}}
+{"index":1,"time":1,"process":0,"type":"ok","f":"send","value":{"key":"k","value":1}}
+{"index":2,"time":2,"process":1,"type":"invoke","f":"poll"}
+{"index":3,"time":3,"process":1,"type":"ok","f":"poll","value":[{"key":"k","value":1}]}
+"#,
+        );
+        assert_eq!(code, 0);
+        assert_eq!(v["valid"], true);
+        assert!(v.get("unjudged").is_none());
+    }
+}
