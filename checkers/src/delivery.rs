@@ -163,6 +163,18 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
     for (di, d) in h.deliveries.iter().enumerate() {
         let poll = &h.polls[d.poll as usize];
         let slot = slot_of_group[poll.group as usize];
+        // A read at an offset proves the partition reached it, whether or not
+        // the value read there was ever sent (an `unexpected` one counts too).
+        if d.offset != NO_OFFSET && d.partition != NONE {
+            let m = &mut max_offset[slot as usize];
+            if m.is_empty() {
+                m.resize(n_parts, (NO_OFFSET, NONE));
+            }
+            let e = &mut m[d.partition as usize];
+            if d.offset > e.0 {
+                *e = (d.offset, di as u32);
+            }
+        }
         if d.send == NONE {
             if unexpected_values.insert(d.value) {
                 unexpected.hit(|| {
@@ -174,16 +186,6 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
         let s = d.send as usize;
         delivered_any[s] = true;
         let id = ident(d);
-        if d.offset != NO_OFFSET && d.partition != NONE {
-            let m = &mut max_offset[slot as usize];
-            if m.is_empty() {
-                m.resize(n_parts, (NO_OFFSET, NONE));
-            }
-            let e = &mut m[d.partition as usize];
-            if d.offset > e.0 {
-                *e = (d.offset, di as u32);
-            }
-        }
         // Stored at two positions: the send's completion named another one
         // than this delivery, or an earlier delivery did.
         let send = &h.sends[s];

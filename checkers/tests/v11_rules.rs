@@ -816,3 +816,167 @@ fn a_value_sent_again_by_another_process_or_in_a_transaction_is_refused() {
         "{err:?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// 8. Issue 23: a history in which nothing completed `ok` is not judged
+// (`docs/checkers.md`, "Nothing to judge"); an unexpected value read at an
+// offset proves its partition reached it (lost writes below it).
+
+/// The `unjudged` reasons of a verdict, by name.
+fn unjudged(v: &Verdict) -> Vec<(String, String)> {
+    v.unjudged
+        .iter()
+        .map(|u| {
+            (
+                serde_json::to_value(u.reason)
+                    .ok()
+                    .and_then(|r| r.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                u.detail.clone(),
+            )
+        })
+        .collect()
+}
+
+fn all_unknown(v: &Verdict) {
+    for g in G::ALL {
+        assert_eq!(v.status(g), Status::Unknown, "{g}");
+    }
+}
+
+#[test]
+fn an_empty_history_is_unknown_never_valid() {
+    let v = H::default().verdict();
+    assert_exact(&v, &[]);
+    assert_eq!(v.valid, Validity::Unknown);
+    assert_eq!(v.valid.exit_code(), 2);
+    all_unknown(&v);
+    assert_eq!(
+        unjudged(&v),
+        [(
+            "nothing-completed".to_string(),
+            "the history has no op".to_string()
+        )]
+    );
+    assert_eq!(
+        v.warnings,
+        ["not judged: the history has no op; a history in which nothing completed proves nothing held, so no guarantee holds"]
+    );
+    let json = serde_json::to_value(&v).expect("json");
+    assert_eq!(
+        json["unjudged"],
+        json!([{"reason": "nothing-completed", "detail": "the history has no op"}])
+    );
+}
+
+#[test]
+fn a_single_invoke_is_unknown_never_valid() {
+    let mut h = H::default();
+    h.invoke_send(0, "x", 1);
+    let v = h.check(&[G::AtLeastOnce, G::AtMostOnce]);
+    // Never completed: an `info` send nothing proves written, so nothing is missed.
+    assert_exact(&v, &[]);
+    assert_eq!(v.valid, Validity::Unknown);
+    all_unknown(&v);
+    assert_eq!(
+        unjudged(&v),
+        [(
+            "nothing-completed".to_string(),
+            "no operation completed ok: 1 op(s), 1 send(s) (0 fail, 1 info or never completed), no poll or transaction ended ok".to_string()
+        )]
+    );
+}
+
+#[test]
+fn failed_and_unknown_ops_and_an_ok_assign_are_not_something_completed() {
+    let mut h = H::default();
+    h.send(0, "fail", bare("x", 1))
+        .send(0, "info", bare("x", 2));
+    h.reset(5, "assign", "ok", json!([0]));
+    h.op(5, "invoke", "poll", None, None)
+        .op(5, "info", "poll", None, None);
+    h.op(6, "invoke", "poll", None, None)
+        .op(6, "fail", "poll", None, None);
+    h.drained();
+    let v = h.verdict();
+    assert_exact(&v, &[]);
+    assert_eq!(v.valid, Validity::Unknown);
+    all_unknown(&v);
+    assert_eq!(
+        unjudged(&v),
+        [(
+            "nothing-completed".to_string(),
+            "no operation completed ok: 11 op(s), 2 send(s) (1 fail, 1 info or never completed), no poll or transaction ended ok".to_string()
+        )]
+    );
+}
+
+#[test]
+fn near_miss_an_ok_read_that_proves_an_unknown_send_is_judged() {
+    // No send was acknowledged, but an ok poll read x=1: judged as before
+    // (Jepsen's lost-write-atomic-without-poll-a).
+    let mut h = H::default();
+    h.send(0, "info", bare("x", 1));
+    h.poll(5, vec![bare("x", 1)]);
+    let v = h.verdict();
+    assert_exact(&v, &[(A::Recovered, 1)]);
+    assert_eq!(v.valid, Validity::True);
+    assert_eq!(v.status(G::AtLeastOnce), Status::Holds);
+    assert!(v.unjudged.is_empty());
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    assert!(serde_json::to_value(&v)
+        .expect("json")
+        .get("unjudged")
+        .is_none());
+}
+
+#[test]
+fn near_miss_one_acknowledged_send_is_judged() {
+    let mut h = H::default();
+    h.send(0, "ok", bare("x", 1));
+    let v = h.verdict();
+    assert_exact(&v, &[(A::Unseen, 1)]);
+    assert_eq!(v.valid, Validity::Unknown);
+    assert_eq!(v.status(G::AtMostOnce), Status::Holds);
+    assert!(v.unjudged.is_empty());
+}
+
+#[test]
+fn near_miss_a_committed_transaction_is_judged() {
+    let mut h = H::default();
+    h.txn(0, "ok", vec![tsend("x", 1, 0, 0)]);
+    h.txn(5, "ok", vec![tpoll(vec![at("x", 1, 0, 0)])]);
+    let v = h.verdict();
+    assert_exact(&v, &[]);
+    assert_eq!(v.valid, Validity::True);
+    assert!(v.unjudged.is_empty());
+}
+
+#[test]
+fn an_unexpected_value_read_past_an_acked_send_proves_it_lost() {
+    // x=1 acknowledged at 0 of partition 0; the group read 99, which nobody
+    // sent, at offset 1: the partition reached 1, so x=1 was skipped.
+    let mut h = H::default();
+    h.send(0, "ok", at("x", 1, 0, 0));
+    h.poll_in(5, Some("g"), vec![at("x", 99, 0, 1)]);
+    let v = h.verdict();
+    assert_exact(&v, &[(A::Lost, 1), (A::Unexpected, 1)]);
+    assert_eq!(v.status(G::AtLeastOnce), Status::Violated);
+    let ex = &examples(&v, A::Lost)[0];
+    assert_eq!(ex["value"], json!(1));
+    assert_eq!(ex["offset"], json!(0));
+    assert_eq!(ex["higher_offset_delivered"]["offset"], json!(1));
+    assert_eq!(ex["higher_offset_delivered"]["delivered_by"], json!(3));
+}
+
+#[test]
+fn near_miss_an_unexpected_value_read_below_or_elsewhere_proves_nothing() {
+    // 99 read at offset 0 of partition 0, below x=1's offset 1; 98 at 5 of
+    // partition 1: neither is past x=1 in its partition.
+    let mut h = H::default();
+    h.send(0, "ok", at("x", 1, 0, 1));
+    h.poll_in(5, Some("g"), vec![at("x", 99, 0, 0), at("y", 98, 1, 5)]);
+    let v = h.verdict();
+    assert_exact(&v, &[(A::Unseen, 1), (A::Unexpected, 2)]);
+    assert_eq!(v.status(G::AtLeastOnce), Status::Unknown);
+}
