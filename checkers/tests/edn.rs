@@ -82,3 +82,66 @@ fn parses_the_subset() {
     );
     assert!(p.at_end());
 }
+
+/// A history in EDN, checked against at-least-once.
+fn edn_verdict(text: &str) -> (gauntlet_history::History, gauntlet_checkers::Verdict) {
+    let h = read_bytes("h.edn", text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let v = check(&h, &CheckOptions::default());
+    (h, v)
+}
+
+/// Every anomaly with a count above 0, by name.
+fn counts(v: &gauntlet_checkers::Verdict) -> Vec<(String, u64)> {
+    v.anomalies
+        .iter()
+        .filter(|(_, a)| a.count > 0)
+        .map(|(k, a)| (k.to_string(), a.count))
+        .collect()
+}
+
+#[test]
+fn a_poll_op_that_carries_a_send_is_a_send() {
+    // Jepsen's early queue tests: `:f :poll` with a `:send` micro-op. Before,
+    // the send was dropped, and the read of x=1 was `unexpected`.
+    let (h, v) = edn_verdict(
+        "{:index 0, :time 0, :type :invoke, :f :poll, :process 0, :value [[:send 0 1]]}
+{:index 1, :time 1, :type :ok, :f :poll, :process 0, :value [[:send 0 [0 1]]]}
+{:index 2, :time 2, :type :invoke, :f :poll, :process 1, :value [[:send 0 2]]}
+{:index 3, :time 3, :type :info, :f :poll, :process 1}
+{:index 4, :time 4, :type :invoke, :f :poll, :process 2, :value [[:poll]]}
+{:index 5, :time 5, :type :ok, :f :poll, :process 2, :value [[:poll {0 [[0 1]]}]]}
+",
+    );
+    assert_eq!(h.sends.len(), 2);
+    assert_eq!((h.sends[0].value, h.sends[0].offset), (1, 0));
+    assert_eq!(
+        h.sends[0].outcome,
+        gauntlet_history::model::Outcome::Ok,
+        "x=1 acknowledged"
+    );
+    // A completion without micro-ops is what its invoke was: x=2's send, unknown.
+    assert_eq!(h.sends[1].outcome, gauntlet_history::model::Outcome::Info);
+    assert_eq!(h.polls.len(), 1);
+    assert_eq!(v.stats.sends, 2);
+    assert_eq!(v.stats.sends_ok, 1);
+    assert_eq!(counts(&v), []);
+    assert_eq!(v.valid, gauntlet_checkers::Validity::True);
+}
+
+#[test]
+fn near_miss_ops_whose_micro_ops_match_their_f_read_as_before() {
+    let (h, v) = edn_verdict(
+        "{:index 0, :time 0, :type :invoke, :f :send, :process 0, :value [[:send 0 1]]}
+{:index 1, :time 1, :type :ok, :f :send, :process 0, :value [[:send 0 [0 1]]]}
+{:index 2, :time 2, :type :invoke, :f :poll, :process 2, :value [[:poll]]}
+{:index 3, :time 3, :type :ok, :f :poll, :process 2, :value [[:poll {0 [[0 1] [1 7]]}]]}
+",
+    );
+    assert_eq!(h.sends.len(), 1);
+    assert_eq!(h.polls.len(), 1);
+    assert_eq!(h.deliveries.len(), 2);
+    assert!(h.txns.is_empty());
+    // 7 at offset 1 was never sent: unexpected (an integrity anomaly).
+    assert_eq!(counts(&v), [("unexpected".to_string(), 1)]);
+    assert_eq!(v.valid, gauntlet_checkers::Validity::False);
+}

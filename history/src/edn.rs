@@ -11,11 +11,14 @@
 //! run: value `v` of key `k` becomes `k * 1_000_000_000 + v`.
 //!
 //! When the history has any `:txn` op, every `:send` and `:poll` op is a
-//! transaction too (Jepsen's transactional runs); otherwise a `:send` of one
-//! message is a send and a `:poll` a poll.
+//! transaction too (Jepsen's transactional runs). Otherwise the micro-ops say
+//! what an op is, not its `:f`: two sends, or a send and a poll, make a
+//! transaction, one send a send, polls only a poll (a `:poll` op carrying a
+//! `:send` is a send); a completion with none is what its invoke was.
 use crate::error::{HistoryError, Problem};
 use crate::model::{Builder, History};
 use crate::op::{MicroOp, Msg, Op, OpType, Process, Value, F};
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::path::Path;
 
@@ -532,8 +535,22 @@ fn micro(e: &Edn) -> Result<MicroOp<'static>, Problem> {
     }
 }
 
-/// One Jepsen op as a Gauntlet op.
-fn op(e: &Edn, seq: u64, txn_mode: bool) -> Result<Op<'static>, Problem> {
+/// What a `:send`, `:poll` or `:txn` op is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Send,
+    Poll,
+    Txn,
+}
+
+/// One Jepsen op as a Gauntlet op; `shapes` holds what each process's pending
+/// invoke was read as.
+fn op(
+    e: &Edn,
+    seq: u64,
+    txn_mode: bool,
+    shapes: &mut FxHashMap<u64, Shape>,
+) -> Result<Op<'static>, Problem> {
     if !e.is_map() {
         return Err(bad("an op must be a map"));
     }
@@ -581,27 +598,52 @@ fn op(e: &Edn, seq: u64, txn_mode: bool) -> Result<Op<'static>, Problem> {
         (true, "send" | "poll" | "txn") => {
             let ms = mops(e.get("value"))?;
             let sends = ms.iter().filter(|m| matches!(m, MicroOp::Send(_))).count();
-            if txn_mode || fname == "txn" || sends > 1 || (sends == 1 && ms.len() > 1) {
-                (F::Txn, Value::Txn(ms))
+            let polls = ms.len() - sends;
+            let pnum = match process {
+                Process::Client(p) => p,
+                _ => u64::MAX,
+            };
+            // The micro-ops say what the op is, not its `:f` (a `:poll` op may
+            // carry a `:send`); a completion without any is what its invoke was.
+            let shape = if txn_mode || fname == "txn" || sends > 1 || (sends == 1 && polls > 0) {
+                Shape::Txn
+            } else if sends == 1 {
+                Shape::Send
+            } else if polls > 0 {
+                Shape::Poll
+            } else if let Some(&s) = shapes.get(&pnum).filter(|_| kind != OpType::Invoke) {
+                s
             } else if fname == "send" {
-                match ms.into_iter().next() {
+                Shape::Send
+            } else {
+                Shape::Poll
+            };
+            if kind == OpType::Invoke {
+                shapes.insert(pnum, shape);
+            } else {
+                shapes.remove(&pnum);
+            }
+            match shape {
+                Shape::Txn => (F::Txn, Value::Txn(ms)),
+                Shape::Send => match ms.into_iter().next() {
                     Some(MicroOp::Send(m)) => (F::Send, Value::Send(m)),
                     _ if kind == OpType::Invoke => {
                         return Err(bad("a :send invoke needs [[:send k v]]"))
                     }
                     _ => (F::Send, Value::None),
-                }
-            } else {
-                let mut all = Vec::new();
-                for m in ms {
-                    if let MicroOp::Poll(xs) = m {
-                        all.extend(xs);
+                },
+                Shape::Poll => {
+                    let mut all = Vec::new();
+                    for m in ms {
+                        if let MicroOp::Poll(xs) = m {
+                            all.extend(xs);
+                        }
                     }
-                }
-                if kind == OpType::Invoke {
-                    (F::Poll, Value::None)
-                } else {
-                    (F::Poll, Value::Messages(all))
+                    if kind == OpType::Invoke {
+                        (F::Poll, Value::None)
+                    } else {
+                        (F::Poll, Value::Messages(all))
+                    }
                 }
             }
         }
@@ -647,8 +689,9 @@ pub fn read_bytes(name: &Path, data: &[u8]) -> Result<History, HistoryError> {
     let mut p = Parser::new(data);
     let mut b = Builder::new();
     let mut seq = 0u64;
+    let mut shapes = FxHashMap::default();
     let mut feed = |e: &Edn, line: u64, b: &mut Builder| -> Result<(), HistoryError> {
-        let o = op(e, seq, txn_mode).map_err(|pr| line_err(line, pr))?;
+        let o = op(e, seq, txn_mode, &mut shapes).map_err(|pr| line_err(line, pr))?;
         seq += 1;
         b.push(&o, line).map_err(|pr| line_err(line, pr))
     };
