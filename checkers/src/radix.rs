@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn sorts_stably_like_the_standard_sort() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rng = gauntlet_history::rng::Rng::new(1);
         for (n, spread) in [
             (10, 5u64),
             (1000, 7),
@@ -59,14 +59,7 @@ mod tests {
             (5000, u64::MAX),
             (3000, 1),
         ] {
-            let keys: Vec<u64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x % spread.max(1)
-                })
-                .collect();
+            let keys: Vec<u64> = (0..n).map(|_| rng.below(spread)).collect();
             let mut a: Vec<u32> = (0..n as u32).collect();
             let mut b = a.clone();
             sort_by_key(&mut a, |i| keys[i as usize]);
