@@ -3,10 +3,11 @@
 //! huge numbers, long strings; `gauntlet_testkit::mutate`).
 //!
 //! Properties: reading never panics; every error's text is `NAME:LINE: what` with a
-//! line that exists; whenever the read succeeds, `check` does not panic and its verdict
-//! serialises. Modest case counts by default (`PROPTEST_CASES=N` raises them); the
-//! long-running mode is `gauntlet fuzz --seconds 600`.
-use gauntlet_checkers::{check, CheckOptions};
+//! line that exists; whenever the read succeeds, `check` does not panic (no pass of it:
+//! the verdict keeps a pass's panic as `unjudged`) and its verdict serialises. Modest
+//! case counts by default (`PROPTEST_CASES=N` raises them); the long-running mode is
+//! `gauntlet fuzz --seconds 600`.
+use gauntlet_checkers::{check, CheckOptions, UnjudgedReason};
 use gauntlet_history::{read_bytes, HistoryError};
 use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
 use gauntlet_testkit::{mutate, Rng};
@@ -20,6 +21,14 @@ fn judge(input: &[u8]) -> Result<(), String> {
     match read_bytes(NAME, input) {
         Ok(h) => {
             let v = check(&h, &CheckOptions::default());
+            // The checker keeps a pass's panic in the verdict: still a failure.
+            if let Some(u) = v
+                .unjudged
+                .iter()
+                .find(|u| u.reason == UnjudgedReason::CheckerPanicked)
+            {
+                return Err(format!("panic: {}", u.detail));
+            }
             serde_json::to_string(&v).map_err(|e| format!("verdict does not serialise: {e}"))?;
             Ok(())
         }

@@ -5,13 +5,14 @@
 //! files given is mutated (`gauntlet_testkit::mutate`: byte flips, truncations,
 //! line swaps, deep nesting, huge numbers, long strings, ...); each input is read with
 //! `read_bytes` and, when it reads, checked, under `catch_unwind`. Inputs that read are
-//! sometimes kept in the corpus, so mutations pile up. A failure is a panic, an error
+//! sometimes kept in the corpus, so mutations pile up. A failure is a panic (of the
+//! reader, or of a checker pass, which the verdict keeps as `unjudged`), an error
 //! whose text is not `NAME:LINE: what`, or a verdict that does not serialise; each is
 //! saved under `--out`. A watchdog reports (and saves) an input that runs longer than
 //! `--hang-secs`. The figures: executions, speed, slowest input, peak memory.
 use anyhow::{Context, Result};
 use clap::Args;
-use gauntlet_checkers::{check, CheckOptions};
+use gauntlet_checkers::{check, CheckOptions, UnjudgedReason};
 use gauntlet_history::{read_bytes, HistoryError};
 use gauntlet_testkit::queue_gen::{generate_vec, GenConfig, Injection, Mode};
 use gauntlet_testkit::{mutate, Rng};
@@ -48,6 +49,14 @@ fn judge(input: &[u8]) -> Result<bool, String> {
     match read_bytes(NAME, input) {
         Ok(h) => {
             let v = check(&h, &CheckOptions::default());
+            // The checker keeps a pass's panic in the verdict: still a failure.
+            if let Some(u) = v
+                .unjudged
+                .iter()
+                .find(|u| u.reason == UnjudgedReason::CheckerPanicked)
+            {
+                return Err(format!("panic: {}", u.detail));
+            }
             serde_json::to_string(&v).map_err(|e| format!("verdict does not serialise: {e}"))?;
             Ok(true)
         }
