@@ -176,13 +176,16 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
                     .block_on(run_with(
                         &s,
                         &exe,
-                        Box::new(|_: &str| {}),
+                        gauntlet_harness::run::EventSink::discard(),
                         RunOptions {
                             discard_history: discard,
                             keep_latencies: true,
                         },
                     ))
                     .with_context(|| format!("bench run on {b}"))?;
+                if outcome.interrupted {
+                    return Ok(super::run::EXIT_INTERRUPTED);
+                }
                 let cpu = match (cpu0, cpu_seconds()) {
                     (Some(a), Some(z)) => Some(z - a),
                     _ => None,
