@@ -75,6 +75,19 @@ pub struct ProfileOverrides {
     pub nemesis_duration: Option<String>,
 }
 
+impl ProfileOverrides {
+    /// The profile's replacements as the run's [`run::Overrides`].
+    pub fn overrides(&self) -> run::Overrides {
+        run::Overrides {
+            time: self.time.clone(),
+            rate: self.rate,
+            nemesis_interval: self.nemesis_interval.clone(),
+            nemesis_duration: self.nemesis_duration.clone(),
+            ..run::Overrides::default()
+        }
+    }
+}
+
 /// A matrix file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -157,23 +170,11 @@ impl Matrix {
             let mut s = Scenario::from_toml(&text).map_err(|err| {
                 HarnessError::Scenario(format!("matrix: {}: {err}", path.display()))
             })?;
-            if let Some(o) = overrides {
-                if let Some(t) = &o.time {
-                    s.time = t.clone();
-                }
-                if let Some(r) = o.rate {
-                    s.rate = r;
-                }
-                if let Some(i) = &o.nemesis_interval {
-                    s.nemesis_interval = i.clone();
-                }
-                if let Some(d) = &o.nemesis_duration {
-                    s.nemesis_duration = d.clone();
-                }
-            }
-            s.results = results.to_path_buf();
-            s.duration()?;
-            s.guarantees()?;
+            let mut o = overrides
+                .map(ProfileOverrides::overrides)
+                .unwrap_or_default();
+            o.results = Some(results.to_path_buf());
+            o.apply(&mut s)?;
             out.push(Planned {
                 entry: e.clone(),
                 scenario: s,

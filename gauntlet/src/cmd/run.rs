@@ -5,7 +5,7 @@ use clap::Args;
 use gauntlet_checkers::Guarantee;
 use gauntlet_harness::broker::BrokerKind;
 use gauntlet_harness::error::HarnessError;
-use gauntlet_harness::run::{EventSink, RunEvent, RunOutcome, Scenario, Workload};
+use gauntlet_harness::run::{EventSink, Overrides, RunEvent, RunOutcome, Scenario, Workload};
 use gauntlet_workloads::log::Membership;
 use gauntlet_workloads::settings::Mode;
 use std::io::{IsTerminal, Write};
@@ -93,48 +93,13 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         }
         None => Scenario::default_scenario(),
     };
-    if let Some(b) = args.broker {
-        s.broker = b;
-    }
-    if let Some(w) = args.workload {
-        s.workload = w;
-    }
-    if let Some(m) = args.membership {
-        s.log.membership = m;
-    }
-    if let Some(t) = &args.time {
-        s.time = t.clone();
-    }
-    if let Some(r) = args.rate {
-        s.rate = r;
-    }
-    if let Some(seed) = args.seed {
-        s.seed = seed;
-    }
-    if let Some(n) = args.nodes {
-        s.nodes = Some(n);
-    }
-    if let Some(i) = &args.image {
-        s.image = Some(i.clone());
-    }
-    if let Some(m) = args.mode {
-        s.delivery.mode = m;
-    }
-    if !args.expect.is_empty() {
-        s.expect = args.expect.clone();
-    }
-    if let Some(r) = &args.results {
-        s.results = r.clone();
-    }
+    args.overrides().apply(&mut s)?;
     if !args.nemesis.is_empty() {
         s.nemesis = args.nemesis.clone();
     }
     if s.nemesis.iter().any(|n| n == "none") {
         // `--nemesis none`: no fault at all.
         s.nemesis.clear();
-    }
-    if let Some(r) = &args.replay {
-        s.replay = Some(r.clone());
     }
     if args.scenario.is_none() && args.nemesis.is_empty() {
         // The default faults were chosen for the default broker, workload and mode
@@ -164,9 +129,29 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         };
         s.name = format!("{}-{workload}{mode}{faults}", s.broker);
     }
-    s.guarantees()?;
-    s.duration()?;
     Ok(s)
+}
+
+impl RunArgs {
+    /// What the flags change in the scenario, faults aside (`--nemesis` and the
+    /// default faults are [`scenario`]'s).
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            broker: self.broker,
+            workload: self.workload,
+            membership: self.membership,
+            time: self.time.clone(),
+            rate: self.rate,
+            seed: self.seed,
+            nodes: self.nodes,
+            image: self.image.clone(),
+            mode: self.mode,
+            expect: self.expect.clone(),
+            results: self.results.clone(),
+            replay: self.replay.clone(),
+            ..Overrides::default()
+        }
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
@@ -281,6 +266,7 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
         RunEvent::Deploying { broker, nodes } => {
             Line::Run(format!("deploying {broker} ({nodes} node(s))..."))
         }
+        RunEvent::ImageBuild { line } => Line::Bare(format!("[images] {line}")),
         RunEvent::DeploymentReady { broker, after } => {
             Line::Run(format!("{broker} ready after {:.1}s", after.as_secs_f64()))
         }

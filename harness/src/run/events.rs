@@ -22,6 +22,11 @@ pub enum RunEvent {
         /// How many broker nodes.
         nodes: usize,
     },
+    /// A line of the build of an image the deployment needs and did not find.
+    ImageBuild {
+        /// What the build is doing.
+        line: String,
+    },
     /// The deployment is up and ready.
     DeploymentReady {
         /// The broker.
@@ -169,6 +174,15 @@ pub struct EventSink(Arc<dyn Fn(RunEvent) + Send + Sync>);
 impl std::fmt::Debug for EventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("EventSink")
+    }
+}
+
+/// An image build's lines as [`RunEvent::ImageBuild`] events.
+impl crate::images::Progress for EventSink {
+    fn line(&self, line: &str) {
+        self.send(RunEvent::ImageBuild {
+            line: line.to_string(),
+        })
     }
 }
 

@@ -25,6 +25,7 @@ mod events;
 mod faults;
 mod folder;
 mod nemesis;
+mod overrides;
 mod plan;
 mod queue;
 mod scenario;
@@ -40,6 +41,7 @@ mod tests;
 
 pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
+pub use overrides::Overrides;
 pub use plan::plan_faults;
 pub use scenario::{
     parse_duration, Scenario, StorageConfig, Workload, DEFAULT_FAULTS, DEFAULT_SEED,
@@ -331,6 +333,7 @@ async fn deploy_and_run(
         .run_id(run_id)
         .logs_dir(dir.join(gauntlet_report::folder::NODES))
         .build_missing_image(true);
+    spec.image_progress = crate::images::SharedProgress::new(events.clone());
     if let Some(n) = scenario.nodes {
         spec = spec.nodes(n);
     }
