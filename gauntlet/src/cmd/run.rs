@@ -450,6 +450,74 @@ mod tests {
     }
 
     #[test]
+    fn run_events_read_as_the_lines_the_terminal_showed() {
+        use gauntlet_workloads::recorder::Counts;
+        use std::time::Duration;
+        let run = |e: RunEvent| event_line(&e);
+        assert_eq!(
+            run(RunEvent::Deploying {
+                broker: BrokerKind::Redis,
+                nodes: 3
+            }),
+            Some(Line::Run("deploying redis (3 node(s))...".into()))
+        );
+        assert_eq!(
+            run(RunEvent::DeploymentReady {
+                broker: BrokerKind::Redis,
+                after: Duration::from_millis(2345)
+            }),
+            Some(Line::Run("redis ready after 2.3s".into()))
+        );
+        assert_eq!(
+            run(RunEvent::WorkloadStarted {
+                first_op_after: Duration::from_millis(3000),
+                workload: Workload::Queue,
+                time: Duration::from_secs(20),
+                rate: 200.0
+            }),
+            Some(Line::Run(
+                "first op after 3.0s; running the queue workload for 20s at 200 sends/s".into()
+            ))
+        );
+        assert_eq!(
+            run(RunEvent::Tick {
+                elapsed: Duration::from_millis(5000),
+                total: Duration::from_secs(20),
+                counts: Counts {
+                    ops: 10,
+                    ok: 4,
+                    fail: 0,
+                    info: 1
+                }
+            }),
+            Some(Line::Tick("5.0/20.0s  ops 10  ok 4  fail 0  info 1".into()))
+        );
+        assert_eq!(
+            run(RunEvent::FaultStarted {
+                fault: "pause".into(),
+                detail: r#"{"node":"n1"}"#.into()
+            }),
+            Some(Line::Run(r#"nemesis: pause {"node":"n1"}"#.into()))
+        );
+        assert_eq!(
+            run(RunEvent::Interrupted {
+                run: "r1".into(),
+                backend: "docker".into()
+            }),
+            Some(Line::Process(
+                "interrupted; removing what run r1 created (docker)".into()
+            ))
+        );
+        assert_eq!(
+            run(RunEvent::FaultEnded {
+                fault: "pause".into()
+            }),
+            None
+        );
+        assert_eq!(run(RunEvent::WorkersRestarted { count: 1 }), None);
+    }
+
+    #[test]
     fn the_bar_follows_the_elapsed_fraction() {
         let b = bar_line("5.0/20.0s  ops 10  ok 4  fail 0  info 1");
         assert!(

@@ -182,6 +182,8 @@ async fn a_line_a_worker_writes_that_is_no_event_is_told_not_printed() {
 /// the run had recorded it) and then never returns: only Ctrl-C ends the run.
 #[derive(Default)]
 struct Hanging {
+    /// Whether the launch writes the history (else nothing was recorded).
+    records: bool,
     removed: Mutex<Vec<String>>,
     launched: tokio::sync::Notify,
 }
@@ -195,7 +197,12 @@ impl Backend for Hanging {
         &self,
         spec: crate::docker::ClusterSpec,
     ) -> Result<Box<dyn Deployment>, HarnessError> {
-        if let Some(dir) = spec.logs_dir.as_ref().and_then(|l| l.parent()) {
+        if let Some(dir) = spec
+            .logs_dir
+            .as_ref()
+            .and_then(|l| l.parent())
+            .filter(|_| self.records)
+        {
             let _ = std::fs::write(
                 dir.join(gauntlet_report::folder::HISTORY),
                 concat!(
@@ -217,24 +224,20 @@ impl Backend for Hanging {
     }
 }
 
-#[tokio::test]
-async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
+/// Starts a run on `backend`, waits for its launch, then sends SIGINT to this
+/// process until the run takes it (its listener may register after the first).
+async fn interrupt(
+    backend: Arc<Hanging>,
+    s: &Scenario,
+    sink: EventSink,
+) -> Result<RunOutcome, HarnessError> {
     // SIGINT must never kill this test process: a listener of our own, first.
     let mut own = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .expect("a SIGINT listener");
-    let results = temp("ctrlc");
-    let backend = Arc::new(Hanging::default());
-    let s = Scenario {
-        name: "ctrlc".into(),
-        results: results.clone(),
-        nemesis: vec![],
-        ..Scenario::default_scenario()
-    };
-    let (sink, seen) = EventSink::collect();
     let run = run_with_backend(
         backend.clone(),
         Instant::now(),
-        &s,
+        s,
         Path::new("/nonexistent/gauntlet"),
         sink,
         RunOptions::default(),
@@ -244,9 +247,8 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
         _ = &mut run => panic!("the run ended before Ctrl-C"),
         () = backend.launched.notified() => {}
     }
-    // Ctrl-C until the run takes it (its listener may register after the first).
     let t = Instant::now();
-    let outcome = loop {
+    loop {
         let _ = std::process::Command::new("kill")
             .args(["-INT", &std::process::id().to_string()])
             .status();
@@ -256,8 +258,26 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
             Err(_) if t.elapsed() < Duration::from_secs(30) => {}
             Err(_) => panic!("the run did not take Ctrl-C in {:?}", t.elapsed()),
         }
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
+    let results = temp("ctrlc");
+    let backend = Arc::new(Hanging {
+        records: true,
+        ..Hanging::default()
+    });
+    let s = Scenario {
+        name: "ctrlc".into(),
+        results: results.clone(),
+        nemesis: vec![],
+        ..Scenario::default_scenario()
     };
-    let outcome = outcome.expect("a verdict of what was recorded");
+    let (sink, seen) = EventSink::collect();
+    let outcome = interrupt(backend.clone(), &s, sink)
+        .await
+        .expect("a verdict of what was recorded");
     assert!(outcome.interrupted);
     assert_eq!(
         outcome.verdict.incomplete.as_ref().map(|i| i.reason),
@@ -278,5 +298,37 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
         .unwrap_or_default();
     assert_eq!(removed.len(), 1, "{removed:?}");
     assert!(removed[0].starts_with("ctrlc-"), "{removed:?}");
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+#[tokio::test]
+async fn ctrl_c_before_anything_was_recorded_is_an_error_without_a_verdict() {
+    let results = temp("ctrlc-empty");
+    let backend = Arc::new(Hanging::default());
+    let s = Scenario {
+        name: "ctrlc-empty".into(),
+        results: results.clone(),
+        nemesis: vec![],
+        ..Scenario::default_scenario()
+    };
+    let (sink, seen) = EventSink::collect();
+    let e = interrupt(backend.clone(), &s, sink)
+        .await
+        .expect_err("nothing to judge");
+    let HarnessError::Interrupted { dir } = &e else {
+        panic!("{e}")
+    };
+    assert!(!gauntlet_report::folder::RunFolder::new(dir)
+        .verdict()
+        .exists());
+    assert_eq!(
+        names(&seen),
+        ["Deploying", "Interrupted", "NothingRecorded"],
+        "{seen:?}"
+    );
+    assert_eq!(
+        backend.removed.lock().map(|r| r.len()).unwrap_or_default(),
+        1
+    );
     let _ = std::fs::remove_dir_all(&results);
 }
