@@ -12,6 +12,7 @@
 //!
 //! [`write_run_reports`] writes `report.html` and `junit.xml` into a run folder;
 //! [`rerender_run`] rebuilds them from the folder's history and verdict.
+//! [`folder`] names a run folder's files and holds the one judge function.
 //! [`nemesis`] pairs fault starts and ends for the timeline; [`scenario`] reads
 //! what the report shows of a run's `scenario.toml`.
 //!
