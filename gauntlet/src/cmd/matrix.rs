@@ -320,7 +320,7 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.3em .6em
             .as_ref()
             .and_then(|d| d.strip_prefix(dir).ok())
             .map(|rel| {
-                let rel = rel.join("report.html");
+                let rel = rel.join(gauntlet_report::folder::REPORT);
                 format!(
                     r#"<a href="{}">report</a>"#,
                     escape::html(&rel.to_string_lossy())

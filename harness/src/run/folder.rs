@@ -83,9 +83,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&tmp);
         let a = create_at(&tmp, "s", "name = \"s\"\n", "20261206T010203").expect("first");
         assert_eq!(a.dir, tmp.join("s").join("20261206T010203"));
-        assert!(a.dir.join("nodes").is_dir());
+        assert!(a.dir.join(folder::NODES).is_dir());
         assert_eq!(
-            std::fs::read_to_string(a.dir.join("scenario.toml"))
+            std::fs::read_to_string(a.dir.join(folder::SCENARIO))
                 .ok()
                 .as_deref(),
             Some("name = \"s\"\n")
