@@ -15,6 +15,11 @@ use super::scenario::Workload;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum RunEvent {
+    /// The run folder was made (with the effective `scenario.toml`).
+    FolderCreated {
+        /// The run folder.
+        dir: PathBuf,
+    },
     /// The deployment was asked for.
     Deploying {
         /// The broker.

@@ -99,13 +99,18 @@ async fn a_run_on_the_fake_backend_sends_its_phases_in_order() {
     assert!(e.to_string().contains("needs at least two nodes"), "{e}");
     assert_eq!(
         names(&seen),
-        ["Deploying", "DeploymentReady", "TearingDown"],
+        [
+            "FolderCreated",
+            "Deploying",
+            "DeploymentReady",
+            "TearingDown"
+        ],
         "{seen:?}"
     );
     let events = seen.lock().map(|v| v.clone()).unwrap_or_default();
     assert!(
         matches!(
-            events[0],
+            events[1],
             RunEvent::Deploying {
                 broker: BrokerKind::Redis,
                 nodes: 1
@@ -288,7 +293,7 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
         .is_file());
     assert_eq!(
         names(&seen),
-        ["Deploying", "Interrupted", "Judged"],
+        ["FolderCreated", "Deploying", "Interrupted", "Judged"],
         "{seen:?}"
     );
     let removed = backend
@@ -323,7 +328,12 @@ async fn ctrl_c_before_anything_was_recorded_is_an_error_without_a_verdict() {
         .exists());
     assert_eq!(
         names(&seen),
-        ["Deploying", "Interrupted", "NothingRecorded"],
+        [
+            "FolderCreated",
+            "Deploying",
+            "Interrupted",
+            "NothingRecorded"
+        ],
         "{seen:?}"
     );
     assert_eq!(

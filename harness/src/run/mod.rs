@@ -248,6 +248,7 @@ pub async fn run_with_backend(
     scenario.check_workload(kind)?;
     let folder = folder::create(&scenario.results, &scenario.name, &scenario.to_toml())?;
     let dir = folder.dir;
+    events.send(RunEvent::FolderCreated { dir: dir.clone() });
 
     let run_id = RunId::from_name(&format!(
         "{}-{}-{}",
