@@ -12,7 +12,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut spec = ClusterSpec::new(broker).build_missing_image(true);
     spec.nodes = nodes;
     let run = spec.run_id.clone();
-    docker::remove_on_ctrl_c(run.clone());
+    let removed = docker::remove_on_ctrl_c(run.clone());
     let docker = docker::connect().await?;
     let dep = DockerDeployment::launch(&docker, spec).await?;
     println!("run {run}: {broker} is up");
@@ -20,7 +20,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {} {} {}", e.node, e.port_name, e.addr());
     }
     println!("Ctrl-C removes it");
-    // Held until Ctrl-C; the handler removes the run and exits the process.
-    std::future::pending::<()>().await;
-    Ok(())
+    // Held until Ctrl-C, which removes the run.
+    match removed.await {
+        Ok(Ok(())) => eprintln!("interrupted; run {run} removed"),
+        Ok(Err(e)) => eprintln!("cleanup failed: {e} (run `gauntlet clean`)"),
+        Err(e) => eprintln!("cleanup failed: {e} (run `gauntlet clean`)"),
+    }
+    std::process::exit(130);
 }

@@ -158,6 +158,13 @@ pub enum HarnessError {
     /// The run folder could not be written or read back.
     #[error("run folder: {0}")]
     RunFolder(String),
+    /// The run was stopped by Ctrl-C before there was anything to judge (the
+    /// run's events say what was removed and why there is no verdict).
+    #[error("interrupted; no verdict in {}", dir.display())]
+    Interrupted {
+        /// The run folder.
+        dir: PathBuf,
+    },
 }
 
 /// Result with [`HarnessError`].

@@ -152,13 +152,29 @@ pub trait Progress: Send + Sync {
     fn line(&self, line: &str);
 }
 
-/// Progress lines on stderr, prefixed `[images]`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StderrProgress;
+/// A [`Progress`] that can be kept and cloned (a `ClusterSpec` carries one, to
+/// tell of an image it builds); the default drops every line.
+#[derive(Clone, Default)]
+pub struct SharedProgress(Option<std::sync::Arc<dyn Progress>>);
 
-impl Progress for StderrProgress {
+impl SharedProgress {
+    /// Lines go to `p`.
+    pub fn new(p: impl Progress + 'static) -> SharedProgress {
+        SharedProgress(Some(std::sync::Arc::new(p)))
+    }
+}
+
+impl std::fmt::Debug for SharedProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedProgress")
+    }
+}
+
+impl Progress for SharedProgress {
     fn line(&self, line: &str) {
-        eprintln!("[images] {line}");
+        if let Some(p) = &self.0 {
+            p.line(line);
+        }
     }
 }
 

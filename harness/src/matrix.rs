@@ -18,11 +18,12 @@
 //! Judging a finished run against its declaration ([`judge`]) is pure; running the
 //! matrix ([`run_matrix`]) deploys each scenario in turn with [`crate::run::run`].
 use crate::error::HarnessError;
-use crate::run::{self, Progress, Scenario};
+use crate::run::{self, EventSink, RunEvent, Scenario};
 use gauntlet_checkers::{AnomalyKind, Validity, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What a scenario's run must show.
@@ -72,6 +73,19 @@ pub struct ProfileOverrides {
     pub nemesis_interval: Option<String>,
     /// Replaces the scenario's `nemesis-duration`.
     pub nemesis_duration: Option<String>,
+}
+
+impl ProfileOverrides {
+    /// The profile's replacements as the run's [`run::Overrides`].
+    pub fn overrides(&self) -> run::Overrides {
+        run::Overrides {
+            time: self.time.clone(),
+            rate: self.rate,
+            nemesis_interval: self.nemesis_interval.clone(),
+            nemesis_duration: self.nemesis_duration.clone(),
+            ..run::Overrides::default()
+        }
+    }
 }
 
 /// A matrix file.
@@ -156,23 +170,11 @@ impl Matrix {
             let mut s = Scenario::from_toml(&text).map_err(|err| {
                 HarnessError::Scenario(format!("matrix: {}: {err}", path.display()))
             })?;
-            if let Some(o) = overrides {
-                if let Some(t) = &o.time {
-                    s.time = t.clone();
-                }
-                if let Some(r) = o.rate {
-                    s.rate = r;
-                }
-                if let Some(i) = &o.nemesis_interval {
-                    s.nemesis_interval = i.clone();
-                }
-                if let Some(d) = &o.nemesis_duration {
-                    s.nemesis_duration = d.clone();
-                }
-            }
-            s.results = results.to_path_buf();
-            s.duration()?;
-            s.guarantees()?;
+            let mut o = overrides
+                .map(ProfileOverrides::overrides)
+                .unwrap_or_default();
+            o.results = Some(results.to_path_buf());
+            o.apply(&mut s)?;
             out.push(Planned {
                 entry: e.clone(),
                 scenario: s,
@@ -290,6 +292,75 @@ pub struct Row {
     pub judgement: Judgement,
     /// How long the run took, in seconds.
     pub seconds: f64,
+    /// The run was stopped by Ctrl-C (the matrix stops after this row).
+    pub interrupted: bool,
+}
+
+/// What happens while a matrix runs, in order.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum MatrixEvent {
+    /// A scenario's run begins.
+    Started {
+        /// Its place in the matrix, from 1.
+        index: usize,
+        /// Scenarios the matrix runs.
+        total: usize,
+        /// The scenario's name.
+        name: String,
+        /// Its broker.
+        broker: crate::broker::BrokerKind,
+        /// Its faults, as named there.
+        faults: Vec<String>,
+        /// What its run must show.
+        expected: Expected,
+        /// What a negative control must find.
+        must_find: Vec<String>,
+    },
+    /// An event of the scenario's run.
+    Run {
+        /// The scenario's name.
+        name: String,
+        /// The event.
+        event: RunEvent,
+    },
+    /// A scenario's run ended and was judged.
+    Finished {
+        /// Its place in the matrix, from 1.
+        index: usize,
+        /// Scenarios the matrix runs.
+        total: usize,
+        /// The scenario's name.
+        name: String,
+        /// Whether it showed what it declared.
+        pass: bool,
+        /// How long the run took, in seconds.
+        seconds: f64,
+        /// Why it passed or failed.
+        why: String,
+    },
+}
+
+/// Where a matrix's events go (clone it freely).
+#[derive(Clone)]
+pub struct MatrixSink(Arc<dyn Fn(MatrixEvent) + Send + Sync>);
+
+impl std::fmt::Debug for MatrixSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MatrixSink")
+    }
+}
+
+impl MatrixSink {
+    /// A sink that calls `f` with each event.
+    pub fn new(f: impl Fn(MatrixEvent) + Send + Sync + 'static) -> MatrixSink {
+        MatrixSink(Arc::new(f))
+    }
+
+    /// Sends one event.
+    pub fn send(&self, e: MatrixEvent) {
+        (self.0)(e)
+    }
 }
 
 /// A scenario on the SSH hosts of the inventory at `path`.
@@ -297,7 +368,7 @@ async fn on_hosts(
     path: &Path,
     s: &Scenario,
     exe: &Path,
-    progress: Progress,
+    events: EventSink,
 ) -> Result<run::RunOutcome, HarnessError> {
     let (inventory, remote) = crate::ssh::open(path)?;
     let backend = std::sync::Arc::new(crate::ssh::SshBackend::new(inventory, remote));
@@ -306,44 +377,50 @@ async fn on_hosts(
         Instant::now(),
         s,
         exe,
-        progress,
+        events,
         run::RunOptions::default(),
     )
     .await
 }
 
 /// Runs every planned scenario in turn; a scenario whose run fails is a failed row,
-/// and the matrix goes on with the next one.
-pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> Vec<Row> {
+/// and the matrix goes on with the next one. A run stopped by Ctrl-C is the last
+/// row ([`Row::interrupted`]).
+pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, events: &MatrixSink) -> Vec<Row> {
     let mut rows = Vec::new();
     let total = plan.len();
     for (i, p) in plan.into_iter().enumerate() {
         let s = &p.scenario;
-        progress(&format!(
-            "[{}/{total}] {} ({}; faults: {}; expects {})",
-            i + 1,
-            s.name,
-            s.broker,
-            if s.nemesis.is_empty() {
-                "none".to_string()
-            } else {
-                s.nemesis.join(",")
-            },
-            match p.entry.outcome {
-                Expected::Valid => "valid".to_string(),
-                Expected::Violated => format!("violated: {}", p.entry.must_find.join("|")),
-            }
-        ));
+        events.send(MatrixEvent::Started {
+            index: i + 1,
+            total,
+            name: s.name.clone(),
+            broker: s.broker,
+            faults: s.nemesis.clone(),
+            expected: p.entry.outcome,
+            must_find: p.entry.must_find.clone(),
+        });
         let t0 = Instant::now();
         let name = s.name.clone();
-        // The run's own progress lines, indented under the matrix's.
-        let prefix = format!("  {name}: ");
-        let inner: Progress = Box::new(move |line: &str| eprintln!("{prefix}{line}"));
+        // The run's own events, under the scenario's name.
+        let inner = {
+            let (outer, name) = (events.clone(), name.clone());
+            EventSink::new(move |event| {
+                outer.send(MatrixEvent::Run {
+                    name: name.clone(),
+                    event,
+                })
+            })
+        };
         let result = match &p.hosts {
             None => run::run(s, exe, inner).await,
             Some(path) => on_hosts(path, s, exe, inner).await,
         };
         let seconds = t0.elapsed().as_secs_f64();
+        let interrupted = match &result {
+            Ok(o) => o.interrupted,
+            Err(e) => matches!(e, HarnessError::Interrupted { .. }),
+        };
         let row = match result {
             Ok(outcome) => {
                 let judgement = judge(&p.entry, &outcome.verdict);
@@ -358,6 +435,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
                     error: None,
                     judgement,
                     seconds,
+                    interrupted,
                 }
             }
             Err(e) => Row {
@@ -374,17 +452,21 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
                     why: format!("the run failed: {e}"),
                 },
                 seconds,
+                interrupted,
             },
         };
-        progress(&format!(
-            "[{}/{total}] {}: {} in {:.0} s: {}",
-            i + 1,
-            row.name,
-            if row.judgement.pass { "PASS" } else { "FAIL" },
-            row.seconds,
-            row.judgement.why
-        ));
+        events.send(MatrixEvent::Finished {
+            index: i + 1,
+            total,
+            name: row.name.clone(),
+            pass: row.judgement.pass,
+            seconds: row.seconds,
+            why: row.judgement.why.clone(),
+        });
         rows.push(row);
+        if interrupted {
+            break;
+        }
     }
     rows
 }

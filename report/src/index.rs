@@ -1,16 +1,17 @@
 //! The index of runs under a results folder (`results/<scenario>/<timestamp>/`),
 //! as `gauntlet serve` shows it.
 use crate::escape::{cut, html as esc};
+use crate::folder;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Files of a run folder the index links to, in this order.
 pub const RUN_FILES: [&str; 5] = [
-    "report.html",
-    "verdict.json",
-    "junit.xml",
-    "history.jsonl",
-    "scenario.toml",
+    folder::REPORT,
+    folder::VERDICT,
+    folder::JUNIT,
+    folder::HISTORY,
+    folder::SCENARIO,
 ];
 
 /// Runs listed at most.
@@ -34,7 +35,7 @@ pub struct RunEntry {
 }
 
 fn is_run(dir: &Path) -> bool {
-    dir.join("history.jsonl").is_file() || dir.join("verdict.json").is_file()
+    dir.join(folder::HISTORY).is_file() || dir.join(folder::VERDICT).is_file()
 }
 
 fn real_dirs(dir: &Path) -> Vec<(String, PathBuf)> {
@@ -53,7 +54,7 @@ fn real_dirs(dir: &Path) -> Vec<(String, PathBuf)> {
 
 fn entry(scenario: &str, timestamp: &str, rel: String, dir: &Path) -> RunEntry {
     let (mut verdict, mut anomalies) = (None, Vec::new());
-    if let Ok(bytes) = std::fs::read(dir.join("verdict.json")) {
+    if let Ok(bytes) = std::fs::read(dir.join(folder::VERDICT)) {
         if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) {
             verdict = match v.get("valid") {
                 Some(serde_json::Value::Bool(true)) => Some("valid".to_string()),

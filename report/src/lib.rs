@@ -12,6 +12,7 @@
 //!
 //! [`write_run_reports`] writes `report.html` and `junit.xml` into a run folder;
 //! [`rerender_run`] rebuilds them from the folder's history and verdict.
+//! [`folder`] names a run folder's files and holds the one judge function.
 //! [`nemesis`] pairs fault starts and ends for the timeline; [`scenario`] reads
 //! what the report shows of a run's `scenario.toml`.
 //!
@@ -20,6 +21,7 @@
 //! history, a verdict and the files of a run folder.
 #![warn(missing_docs)]
 pub mod escape;
+pub mod folder;
 pub mod html;
 pub mod index;
 pub mod junit;
@@ -117,9 +119,9 @@ pub fn write_run_reports(
             scenario,
         },
     );
-    write_file(&run_dir.join("report.html"), &page)?;
+    write_file(&run_dir.join(folder::REPORT), &page)?;
     write_file(
-        &run_dir.join("junit.xml"),
+        &run_dir.join(folder::JUNIT),
         &junit::junit_xml(verdict, &title),
     )
 }
@@ -148,12 +150,12 @@ pub fn rerender_run(
     expect: Option<Vec<Guarantee>>,
     scenario: Option<&scenario::ScenarioInfo>,
 ) -> Result<Rerendered, ReportError> {
-    let hist_path = run_dir.join("history.jsonl");
+    let hist_path = run_dir.join(folder::HISTORY);
     if !hist_path.is_file() {
         return Err(ReportError::NoHistory(run_dir.to_path_buf()));
     }
     let history = gauntlet_history::read_path(&hist_path)?;
-    let verdict_path = run_dir.join("verdict.json");
+    let verdict_path = run_dir.join(folder::VERDICT);
     let stored: Option<Verdict> = match std::fs::read(&verdict_path) {
         Ok(bytes) => {
             Some(
@@ -171,7 +173,7 @@ pub fn rerender_run(
             })
         }
     };
-    let scenario_toml = std::fs::read_to_string(run_dir.join("scenario.toml")).ok();
+    let scenario_toml = std::fs::read_to_string(run_dir.join(folder::SCENARIO)).ok();
     let (verdict, rechecked) = match stored {
         Some(v) if !recheck && expect.is_none() => (v, false),
         stored => {
@@ -182,7 +184,7 @@ pub fn rerender_run(
                 expect,
                 ..CheckOptions::default()
             };
-            let v = gauntlet_checkers::check(&history, &opts);
+            let v = folder::judge(&history, &opts, None);
             write_file(&verdict_path, &verdict_json(&v))?;
             (v, true)
         }

@@ -73,7 +73,7 @@ pub fn resolve(root: &Path, url: &str) -> Result<PathBuf, Refusal> {
         return Err(Refusal::Forbidden);
     }
     let real = if real.is_dir() {
-        real.join("report.html")
+        real.join(crate::folder::REPORT)
     } else {
         real
     };

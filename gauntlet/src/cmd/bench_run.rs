@@ -163,26 +163,33 @@ pub fn run(args: BenchRunArgs) -> Result<i32> {
             for discard in [true, false] {
                 let mut s = Scenario::default_scenario();
                 s.name = format!("bench-{b}-{}", if discard { "off" } else { "on" });
-                s.broker = kind;
-                s.nodes = Some(nodes);
-                s.time = args.time.clone();
-                s.rate = rate;
-                s.seed = i as u64;
+                gauntlet_harness::run::Overrides {
+                    broker: Some(kind),
+                    nodes: Some(nodes),
+                    time: Some(args.time.clone()),
+                    rate: Some(rate),
+                    seed: Some(i as u64),
+                    results: Some(args.results.clone()),
+                    ..Default::default()
+                }
+                .apply(&mut s)?;
                 // A benchmark measures the workload, not the default run's faults.
                 s.nemesis.clear();
-                s.results = args.results.clone();
                 let cpu0 = cpu_seconds();
                 let outcome = rt
                     .block_on(run_with(
                         &s,
                         &exe,
-                        Box::new(|_: &str| {}),
+                        gauntlet_harness::run::EventSink::discard(),
                         RunOptions {
                             discard_history: discard,
                             keep_latencies: true,
                         },
                     ))
                     .with_context(|| format!("bench run on {b}"))?;
+                if outcome.interrupted {
+                    return Ok(super::run::EXIT_INTERRUPTED);
+                }
                 let cpu = match (cpu0, cpu_seconds()) {
                     (Some(a), Some(z)) => Some(z - a),
                     _ => None,

@@ -39,7 +39,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         },
         max_examples: args.max_examples,
     };
-    let verdict = gauntlet_checkers::check(&history, &opts);
+    let verdict = gauntlet_report::folder::judge(&history, &opts, None);
     let json = gauntlet_report::verdict_json(&verdict);
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if !args.quiet {

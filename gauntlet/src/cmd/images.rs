@@ -2,9 +2,19 @@
 use anyhow::Context;
 use clap::Subcommand;
 use gauntlet_harness::broker::BrokerExt;
-use gauntlet_harness::images::{self, BuildOptions, StderrProgress};
+use gauntlet_harness::images::{self, BuildOptions};
 use gauntlet_harness::BrokerKind;
 use std::time::Instant;
+
+/// An image build's lines on stderr, prefixed `[images]`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StderrProgress;
+
+impl images::Progress for StderrProgress {
+    fn line(&self, line: &str) {
+        eprintln!("[images] {line}");
+    }
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ImagesCmd {

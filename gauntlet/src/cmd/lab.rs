@@ -41,7 +41,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<i32> {
                     BrokerKind::Nats => lab::LAB_NATS,
                     other => anyhow::bail!("the lab runs redis or nats, not {other}"),
                 };
-                let lab = Lab::up(&docker, &dir, nodes).await?;
+                let lab = Lab::up(&docker, &dir, nodes, &super::images::StderrProgress).await?;
                 let hosts = dir.join("hosts.toml");
                 std::fs::write(&hosts, lab.inventory(table))
                     .with_context(|| format!("writing {}", hosts.display()))?;

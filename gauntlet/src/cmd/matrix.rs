@@ -4,9 +4,10 @@
 //! an index page linking each run's report, `summary.json` and the run folders.
 //! Exit 0 when every scenario showed what it declared, 1 when any contradicted it
 //! (a negative control that finds nothing included), 3 for a bad matrix.
+use super::run::{event_line, Line, EXIT_INTERRUPTED};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use gauntlet_harness::matrix::{run_matrix, Expected, Matrix, Row};
+use gauntlet_harness::matrix::{run_matrix, Expected, Matrix, MatrixEvent, MatrixSink, Row};
 use gauntlet_report::escape;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -98,11 +99,11 @@ pub fn run(args: MatrixArgs) -> Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let progress: gauntlet_harness::run::Progress = Box::new(|line: &str| {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "gauntlet matrix: {line}");
-    });
-    let rows = rt.block_on(run_matrix(plan, &exe, &progress));
+    let rows = rt.block_on(run_matrix(plan, &exe, &MatrixSink::new(print_event)));
+    if rows.iter().any(|r| r.interrupted) {
+        // Ctrl-C: the interrupted run's verdict is in its folder; no matrix summary.
+        return Ok(EXIT_INTERRUPTED);
+    }
 
     let junit = junit_xml(&rows, &args.profile, &must_find);
     std::fs::write(dir.join("junit.xml"), junit).context("writing junit.xml")?;
@@ -148,6 +149,55 @@ pub fn run(args: MatrixArgs) -> Result<i32> {
         dir.display()
     );
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// A matrix event on stderr: the matrix's own lines, and each run's lines
+/// indented under it with the scenario's name.
+fn print_event(e: MatrixEvent) {
+    let mut err = std::io::stderr().lock();
+    let _ = match e {
+        MatrixEvent::Started {
+            index,
+            total,
+            name,
+            broker,
+            faults,
+            expected,
+            must_find,
+        } => writeln!(
+            err,
+            "gauntlet matrix: [{index}/{total}] {name} ({broker}; faults: {}; expects {})",
+            if faults.is_empty() {
+                "none".to_string()
+            } else {
+                faults.join(",")
+            },
+            match expected {
+                Expected::Valid => "valid".to_string(),
+                Expected::Violated => format!("violated: {}", must_find.join("|")),
+            }
+        ),
+        MatrixEvent::Run { name, event } => match event_line(&event) {
+            Some(Line::Tick(t)) => writeln!(err, "  {name}: tick {t}"),
+            Some(Line::Run(t)) => writeln!(err, "  {name}: {t}"),
+            Some(Line::Process(t)) => writeln!(err, "gauntlet: {t}"),
+            Some(Line::Bare(t)) => writeln!(err, "{t}"),
+            None => Ok(()),
+        },
+        MatrixEvent::Finished {
+            index,
+            total,
+            name,
+            pass,
+            seconds,
+            why,
+        } => writeln!(
+            err,
+            "gauntlet matrix: [{index}/{total}] {name}: {} in {seconds:.0} s: {why}",
+            if pass { "PASS" } else { "FAIL" },
+        ),
+        _ => Ok(()),
+    };
 }
 
 fn table(rows: &[Row], must_find: &[String]) -> String {
@@ -270,7 +320,7 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.3em .6em
             .as_ref()
             .and_then(|d| d.strip_prefix(dir).ok())
             .map(|rel| {
-                let rel = rel.join("report.html");
+                let rel = rel.join(gauntlet_report::folder::REPORT);
                 format!(
                     r#"<a href="{}">report</a>"#,
                     escape::html(&rel.to_string_lossy())

@@ -20,7 +20,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let expect = (!args.expect.is_empty()).then(|| args.expect.clone());
     // A folder of this Gauntlet: the typed scenario; else the report reads the
     // file leniently (an older Gauntlet's folder, or one written by hand).
-    let info = std::fs::read_to_string(args.run_dir.join("scenario.toml"))
+    let info = std::fs::read_to_string(args.run_dir.join(gauntlet_report::folder::SCENARIO))
         .ok()
         .and_then(|t| gauntlet_harness::run::Scenario::from_toml(&t).ok())
         .map(|s| s.report_info());

@@ -4,8 +4,8 @@ use anyhow::Context;
 use clap::Args;
 use gauntlet_checkers::Guarantee;
 use gauntlet_harness::broker::BrokerKind;
-use gauntlet_harness::run::TICK;
-use gauntlet_harness::run::{Scenario, Workload};
+use gauntlet_harness::error::HarnessError;
+use gauntlet_harness::run::{EventSink, Overrides, RunEvent, RunOutcome, Scenario, Workload};
 use gauntlet_workloads::log::Membership;
 use gauntlet_workloads::settings::Mode;
 use std::io::{IsTerminal, Write};
@@ -93,48 +93,13 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         }
         None => Scenario::default_scenario(),
     };
-    if let Some(b) = args.broker {
-        s.broker = b;
-    }
-    if let Some(w) = args.workload {
-        s.workload = w;
-    }
-    if let Some(m) = args.membership {
-        s.log.membership = m;
-    }
-    if let Some(t) = &args.time {
-        s.time = t.clone();
-    }
-    if let Some(r) = args.rate {
-        s.rate = r;
-    }
-    if let Some(seed) = args.seed {
-        s.seed = seed;
-    }
-    if let Some(n) = args.nodes {
-        s.nodes = Some(n);
-    }
-    if let Some(i) = &args.image {
-        s.image = Some(i.clone());
-    }
-    if let Some(m) = args.mode {
-        s.delivery.mode = m;
-    }
-    if !args.expect.is_empty() {
-        s.expect = args.expect.clone();
-    }
-    if let Some(r) = &args.results {
-        s.results = r.clone();
-    }
+    args.overrides().apply(&mut s)?;
     if !args.nemesis.is_empty() {
         s.nemesis = args.nemesis.clone();
     }
     if s.nemesis.iter().any(|n| n == "none") {
         // `--nemesis none`: no fault at all.
         s.nemesis.clear();
-    }
-    if let Some(r) = &args.replay {
-        s.replay = Some(r.clone());
     }
     if args.scenario.is_none() && args.nemesis.is_empty() {
         // The default faults were chosen for the default broker, workload and mode
@@ -164,9 +129,29 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         };
         s.name = format!("{}-{workload}{mode}{faults}", s.broker);
     }
-    s.guarantees()?;
-    s.duration()?;
     Ok(s)
+}
+
+impl RunArgs {
+    /// What the flags change in the scenario, faults aside (`--nemesis` and the
+    /// default faults are [`scenario`]'s).
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            broker: self.broker,
+            workload: self.workload,
+            membership: self.membership,
+            time: self.time.clone(),
+            rate: self.rate,
+            seed: self.seed,
+            nodes: self.nodes,
+            image: self.image.clone(),
+            mode: self.mode,
+            expect: self.expect.clone(),
+            results: self.results.clone(),
+            replay: self.replay.clone(),
+            ..Overrides::default()
+        }
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
@@ -175,7 +160,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let progress = progress_printer(std::io::stderr().is_terminal());
+    let events = progress_printer(std::io::stderr().is_terminal());
     let faults = if scenario.replay.is_some() {
         ", faults replayed".to_string()
     } else if scenario.nemesis.is_empty() {
@@ -192,7 +177,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         scenario.name, scenario.broker
     );
     let outcome = match &args.hosts {
-        None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?,
+        None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, events)),
         Some(path) if args.plan => {
             let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
             let control = std::env::temp_dir().join("gauntlet-ssh-PID");
@@ -224,44 +209,178 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
                 std::time::Instant::now(),
                 &scenario,
                 &exe,
-                progress,
+                events,
                 gauntlet_harness::run::RunOptions::default(),
-            ))?
+            ))
         }
+    };
+    finish(outcome)
+}
+
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// The verdict's summary on stdout and the exit status: the verdict's, or 130
+/// after Ctrl-C (with the verdict of what was recorded when there is one).
+fn finish(outcome: Result<RunOutcome, HarnessError>) -> anyhow::Result<i32> {
+    let outcome = match outcome {
+        Ok(o) => o,
+        // The run's events told what was removed and why there is no verdict.
+        Err(HarnessError::Interrupted { .. }) => return Ok(EXIT_INTERRUPTED),
+        Err(e) => return Err(e.into()),
     };
     print!(
         "{}",
         gauntlet_report::terminal::summary(
             &outcome.verdict,
-            &outcome.dir.join("history.jsonl").display().to_string()
+            &gauntlet_report::folder::RunFolder::new(&outcome.dir)
+                .history()
+                .display()
+                .to_string()
         )
     );
     println!("run folder: {}", outcome.dir.display());
-    Ok(outcome.verdict.valid.exit_code())
+    Ok(if outcome.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        outcome.verdict.valid.exit_code()
+    })
 }
 
-/// Progress on stderr. On a terminal the periodic count lines redraw one line in
-/// place as a bar; elsewhere (CI, tests, a pipe) every line is printed as it comes.
-pub fn progress_printer(tty: bool) -> gauntlet_harness::run::Progress {
+/// A run event as the terminal shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// The periodic counts, "elapsed/total s  ops N  ok N  fail N  info N".
+    Tick(String),
+    /// A line of the run ("gauntlet run: ..." alone, indented under the matrix).
+    Run(String),
+    /// A line of the process ("gauntlet: ..."): Ctrl-C and its cleanup.
+    Process(String),
+    /// A line shown as it is.
+    Bare(String),
+}
+
+/// The text of a run event on the terminal; `None` for events it does not show.
+pub fn event_line(e: &RunEvent) -> Option<Line> {
+    Some(match e {
+        RunEvent::Deploying { broker, nodes } => {
+            Line::Run(format!("deploying {broker} ({nodes} node(s))..."))
+        }
+        RunEvent::ImageBuild { line } => Line::Bare(format!("[images] {line}")),
+        RunEvent::DeploymentReady { broker, after } => {
+            Line::Run(format!("{broker} ready after {:.1}s", after.as_secs_f64()))
+        }
+        RunEvent::Proxy { addrs } => Line::Run(format!(
+            "clients go through the harness's proxy: {}",
+            addrs.join(",")
+        )),
+        RunEvent::WorkloadStarted {
+            first_op_after,
+            workload,
+            time,
+            rate,
+        } => Line::Run(format!(
+            "first op after {:.1}s; running the {workload} workload for {time:?} at {rate} sends/s",
+            first_op_after.as_secs_f64(),
+        )),
+        RunEvent::TxnStarted {
+            first_op_after,
+            time,
+            transformers,
+            rate,
+        } => Line::Run(format!(
+            "first op after {:.1}s; running the txn workload for {time:?}: {transformers} transformer(s), {rate} inputs/s",
+            first_op_after.as_secs_f64(),
+        )),
+        RunEvent::Tick {
+            elapsed,
+            total,
+            counts: c,
+        } => Line::Tick(format!(
+            "{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}",
+            elapsed.as_secs_f64(),
+            total.as_secs_f64(),
+            c.ops,
+            c.ok,
+            c.fail,
+            c.info
+        )),
+        RunEvent::WorkerUnreadable {
+            process,
+            error,
+            line,
+        } => Line::Bare(format!("worker {process}: unreadable line ({error}): {line}")),
+        RunEvent::FaultStarted { fault, detail } => {
+            Line::Run(format!("nemesis: {fault} {detail}"))
+        }
+        RunEvent::FaultFailed { fault, error } => {
+            Line::Run(format!("nemesis: {fault} failed: {error}"))
+        }
+        RunEvent::HealProblems { problems } => {
+            Line::Run(format!("final heal: {}", problems.join("; ")))
+        }
+        RunEvent::TxnFinished {
+            sends,
+            committed,
+            aborted,
+            unknown,
+            drained,
+        } => Line::Run(format!(
+            "txn workload: {sends} inputs sent, {committed} transactions committed, {aborted} aborted, {unknown} unknown; {drained} outputs drained"
+        )),
+        RunEvent::HistoryWriteFailed { failure } => {
+            Line::Run(format!("{failure}; the workload stopped, no drain"))
+        }
+        RunEvent::Draining => Line::Run("draining with fresh consumers...".into()),
+        RunEvent::DrainUnfinished => Line::Run(
+            "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)"
+                .into(),
+        ),
+        RunEvent::TearingDown => Line::Run("tearing down...".into()),
+        RunEvent::Warning(w) => Line::Run(w.clone()),
+        RunEvent::VerdictUnknown { failure } => {
+            Line::Run(format!("{failure}: the verdict is unknown"))
+        }
+        RunEvent::Interrupted { run, backend } => Line::Process(format!(
+            "interrupted; removing what run {run} created ({backend})"
+        )),
+        RunEvent::CleanupFailed { error } => Line::Process(format!(
+            "cleanup failed: {error} (run `gauntlet clean`)"
+        )),
+        RunEvent::NothingRecorded => {
+            Line::Process("nothing was recorded yet; no verdict".into())
+        }
+        RunEvent::NoVerdict { error } => {
+            Line::Process(format!("no verdict of the interrupted run: {error}"))
+        }
+        _ => return None,
+    })
+}
+
+/// The run's events on stderr. On a terminal the periodic counts redraw one
+/// line in place as a bar; elsewhere (CI, tests, a pipe) every line is printed
+/// as it comes.
+pub fn progress_printer(tty: bool) -> EventSink {
     let drawn = AtomicBool::new(false);
-    Box::new(move |line: &str| {
+    EventSink::new(move |e| {
+        let Some(line) = event_line(&e) else { return };
         let mut err = std::io::stderr().lock();
-        match line.strip_prefix(TICK) {
-            Some(tick) if tty => {
+        if let Line::Tick(tick) = &line {
+            if tty {
                 let _ = write!(err, "\r\x1b[K{}", bar_line(tick));
                 let _ = err.flush();
                 drawn.store(true, Ordering::Relaxed);
-            }
-            Some(tick) => {
-                let _ = writeln!(err, "gauntlet run: {tick}");
-            }
-            None => {
-                if drawn.swap(false, Ordering::Relaxed) {
-                    let _ = write!(err, "\r\x1b[K");
-                }
-                let _ = writeln!(err, "gauntlet run: {line}");
+                return;
             }
         }
+        if drawn.swap(false, Ordering::Relaxed) {
+            let _ = write!(err, "\r\x1b[K");
+        }
+        let _ = match line {
+            Line::Tick(t) | Line::Run(t) => writeln!(err, "gauntlet run: {t}"),
+            Line::Process(t) => writeln!(err, "gauntlet: {t}"),
+            Line::Bare(t) => writeln!(err, "{t}"),
+        };
     })
 }
 
@@ -328,6 +447,74 @@ mod tests {
             scenario_of(&["--broker", "nats", "--nemesis", "pause"]).nemesis,
             vec!["pause".to_string()]
         );
+    }
+
+    #[test]
+    fn run_events_read_as_the_lines_the_terminal_showed() {
+        use gauntlet_workloads::recorder::Counts;
+        use std::time::Duration;
+        let run = |e: RunEvent| event_line(&e);
+        assert_eq!(
+            run(RunEvent::Deploying {
+                broker: BrokerKind::Redis,
+                nodes: 3
+            }),
+            Some(Line::Run("deploying redis (3 node(s))...".into()))
+        );
+        assert_eq!(
+            run(RunEvent::DeploymentReady {
+                broker: BrokerKind::Redis,
+                after: Duration::from_millis(2345)
+            }),
+            Some(Line::Run("redis ready after 2.3s".into()))
+        );
+        assert_eq!(
+            run(RunEvent::WorkloadStarted {
+                first_op_after: Duration::from_millis(3000),
+                workload: Workload::Queue,
+                time: Duration::from_secs(20),
+                rate: 200.0
+            }),
+            Some(Line::Run(
+                "first op after 3.0s; running the queue workload for 20s at 200 sends/s".into()
+            ))
+        );
+        assert_eq!(
+            run(RunEvent::Tick {
+                elapsed: Duration::from_millis(5000),
+                total: Duration::from_secs(20),
+                counts: Counts {
+                    ops: 10,
+                    ok: 4,
+                    fail: 0,
+                    info: 1
+                }
+            }),
+            Some(Line::Tick("5.0/20.0s  ops 10  ok 4  fail 0  info 1".into()))
+        );
+        assert_eq!(
+            run(RunEvent::FaultStarted {
+                fault: "pause".into(),
+                detail: r#"{"node":"n1"}"#.into()
+            }),
+            Some(Line::Run(r#"nemesis: pause {"node":"n1"}"#.into()))
+        );
+        assert_eq!(
+            run(RunEvent::Interrupted {
+                run: "r1".into(),
+                backend: "docker".into()
+            }),
+            Some(Line::Process(
+                "interrupted; removing what run r1 created (docker)".into()
+            ))
+        );
+        assert_eq!(
+            run(RunEvent::FaultEnded {
+                fault: "pause".into()
+            }),
+            None
+        );
+        assert_eq!(run(RunEvent::WorkersRestarted { count: 1 }), None);
     }
 
     #[test]

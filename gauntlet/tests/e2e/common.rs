@@ -35,7 +35,7 @@ pub fn run(name: &str, args: &[&str]) -> Run {
             panic!("no run folder in the output\nstdout:\n{stdout}\nstderr:\n{stderr}")
         });
     let verdict: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("verdict.json")).expect("verdict.json"),
+        &std::fs::read_to_string(dir.join(gauntlet_report::folder::VERDICT)).expect("verdict.json"),
     )
     .expect("verdict JSON");
     Run {
@@ -52,18 +52,19 @@ pub fn count(r: &Run, anomaly: &str) -> u64 {
 }
 
 pub fn assert_run_folder(dir: &Path) {
+    use gauntlet_report::folder;
     for f in [
-        "history.jsonl",
-        "verdict.json",
-        "scenario.toml",
-        "schedule.toml",
-        "report.html",
-        "junit.xml",
+        folder::HISTORY,
+        folder::VERDICT,
+        folder::SCENARIO,
+        folder::SCHEDULE,
+        folder::REPORT,
+        folder::JUNIT,
     ] {
         assert!(dir.join(f).is_file(), "{} has no {f}", dir.display());
     }
     assert!(
-        dir.join("nodes").join("n1.log").is_file(),
+        dir.join(folder::NODES).join("n1.log").is_file(),
         "no node log in {}",
         dir.display()
     );
@@ -139,7 +140,8 @@ pub fn schedule_file(name: &str, faults: &[(u64, u64, &str, &str, u64)]) -> Path
 
 /// The nemesis's events of a run's history, in order.
 pub fn nemesis_events(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("history.jsonl")).expect("history.jsonl");
+    let text =
+        std::fs::read_to_string(dir.join(gauntlet_report::folder::HISTORY)).expect("history.jsonl");
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["process"] == "nemesis")

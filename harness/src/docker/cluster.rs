@@ -50,6 +50,8 @@ pub struct ClusterSpec {
     pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
     /// More environment for the storage node (`KEY=value`), where there is one.
     pub storage_env: Vec<String>,
+    /// Where a build of a missing image tells what it does (nowhere by default).
+    pub image_progress: crate::images::SharedProgress,
 }
 
 impl ClusterSpec {
@@ -65,6 +67,7 @@ impl ClusterSpec {
             build_missing_image: false,
             client_endpoints: Vec::new(),
             storage_env: Vec::new(),
+            image_progress: Default::default(),
         }
     }
 
@@ -677,7 +680,7 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
                 crate::images::ensure_storage_image(
                     docker,
                     &crate::images::BuildOptions::default(),
-                    &crate::images::StderrProgress,
+                    &spec.image_progress,
                 )
                 .await?;
             }
@@ -695,14 +698,9 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
         Err(e) if super::is_not_found(&e) => {
             if spec.build_missing_image && spec.image.flavour == Flavour::Gauntlet {
                 let opts = crate::images::BuildOptions::default();
-                crate::images::ensure_images(
-                    docker,
-                    &[spec.broker],
-                    &opts,
-                    &crate::images::StderrProgress,
-                )
-                .await
-                .map(|_| ())
+                crate::images::ensure_images(docker, &[spec.broker], &opts, &spec.image_progress)
+                    .await
+                    .map(|_| ())
             } else {
                 Err(HarnessError::ImageMissing {
                     image: spec.image.name.clone(),
@@ -921,12 +919,10 @@ impl Drop for DockerDeployment {
         if self.torn_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        if let Err(e) = super::remove_run_blocking(&self.run_id) {
-            eprintln!(
-                "gauntlet: could not remove the containers of run {}: {e} (run `gauntlet clean`)",
-                self.run_id
-            );
-        }
+        // Nothing to tell it to here: who needs the outcome calls `teardown`
+        // (a run after Ctrl-C also asks its backend to remove the run, and
+        // reports a failure); what is left, `gauntlet clean` finds by label.
+        let _ = super::remove_run_blocking(&self.run_id);
     }
 }
 

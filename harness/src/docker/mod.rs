@@ -138,29 +138,17 @@ pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
     )
 }
 
-/// On Ctrl-C, remove the run's containers and network, then exit with status 130.
-/// Call once per run, from inside a tokio runtime; the returned handle may be dropped.
-pub fn remove_on_ctrl_c(run: RunId) -> tokio::task::JoinHandle<()> {
-    on_ctrl_c(run, || {})
-}
-
-/// Like [`remove_on_ctrl_c`], and once the containers are gone, runs `then`
-/// (a run writes its verdict of what was recorded) before exiting with 130.
-pub fn on_ctrl_c(run: RunId, then: impl FnOnce() + Send + 'static) -> tokio::task::JoinHandle<()> {
+/// On Ctrl-C, removes the run's containers and network; the task then ends with
+/// the cleanup's result (the caller tells the user and exits). Call once per
+/// run, from inside a tokio runtime.
+pub fn remove_on_ctrl_c(run: RunId) -> tokio::task::JoinHandle<Result<()>> {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("gauntlet: interrupted; removing the containers of run {run}");
-            match connect().await {
-                Ok(docker) => {
-                    if let Err(e) = remove_labelled(&docker, Some(&run)).await {
-                        eprintln!("gauntlet: cleanup failed: {e} (run `gauntlet clean`)");
-                    }
-                }
-                Err(e) => eprintln!("gauntlet: cleanup failed: {e} (run `gauntlet clean`)"),
-            }
-            then();
-            std::process::exit(130);
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handler: nothing will ever ask for the cleanup.
+            std::future::pending::<()>().await;
         }
+        let docker = connect().await?;
+        remove_labelled(&docker, Some(&run)).await.map(|_| ())
     })
 }
 

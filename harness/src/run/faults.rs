@@ -196,8 +196,11 @@ pub(super) async fn prepare_schedule(
     if netem {
         probe_netem(ctx.deployment).await?;
     }
-    std::fs::write(ctx.dir.join("schedule.toml"), schedule.to_toml())
-        .map_err(io("writing", ctx.dir))?;
+    std::fs::write(
+        ctx.dir.join(gauntlet_report::folder::SCHEDULE),
+        schedule.to_toml(),
+    )
+    .map_err(io("writing", ctx.dir))?;
     Ok((schedule, netem))
 }
 

@@ -1,5 +1,6 @@
 //! The run folder: `results/<scenario>/<timestamp>/`.
 use crate::error::HarnessError;
+use gauntlet_report::folder;
 use std::path::{Path, PathBuf};
 
 /// The time now, UTC, as `YYYYmmddTHHMMSS` (run folder names).
@@ -60,8 +61,8 @@ fn create_at(
 ) -> Result<RunFolder, HarnessError> {
     let base = results.join(name);
     let dir = base.join(stamp);
-    std::fs::create_dir_all(dir.join("nodes")).map_err(io("creating", &dir))?;
-    std::fs::write(dir.join("scenario.toml"), scenario_toml).map_err(io("writing", &dir))?;
+    std::fs::create_dir_all(dir.join(folder::NODES)).map_err(io("creating", &dir))?;
+    std::fs::write(dir.join(folder::SCENARIO), scenario_toml).map_err(io("writing", &dir))?;
     let latest = base.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]
@@ -82,9 +83,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&tmp);
         let a = create_at(&tmp, "s", "name = \"s\"\n", "20261206T010203").expect("first");
         assert_eq!(a.dir, tmp.join("s").join("20261206T010203"));
-        assert!(a.dir.join("nodes").is_dir());
+        assert!(a.dir.join(folder::NODES).is_dir());
         assert_eq!(
-            std::fs::read_to_string(a.dir.join("scenario.toml"))
+            std::fs::read_to_string(a.dir.join(folder::SCENARIO))
                 .ok()
                 .as_deref(),
             Some("name = \"s\"\n")

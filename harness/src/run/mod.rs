@@ -14,7 +14,6 @@ use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;
 use faults::{fault_kinds, needs_proxy};
-use folder::io;
 use gauntlet_checkers::{CheckOptions, Incomplete, IncompleteReason, Verdict};
 use gauntlet_workloads::recorder::WriteFailure;
 use gauntlet_workloads::Recorder;
@@ -22,9 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod events;
 mod faults;
 mod folder;
 mod nemesis;
+mod overrides;
 mod plan;
 mod queue;
 mod scenario;
@@ -32,11 +33,15 @@ mod txn;
 mod workers;
 
 #[cfg(test)]
+mod events_tests;
+#[cfg(test)]
 mod fake;
 #[cfg(test)]
 mod tests;
 
+pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
+pub use overrides::Overrides;
 pub use plan::plan_faults;
 pub use scenario::{
     parse_duration, Scenario, StorageConfig, Workload, DEFAULT_FAULTS, DEFAULT_SEED,
@@ -53,6 +58,9 @@ pub struct RunOutcome {
     pub sends: u64,
     /// Measurements of the run.
     pub figures: Figures,
+    /// Stopped by Ctrl-C: the verdict is of what was recorded until then,
+    /// marked interrupted (the CLI exits with 130).
+    pub interrupted: bool,
 }
 
 /// Measurements of a run, for benchmarks.
@@ -78,20 +86,16 @@ pub struct RunOptions {
     pub keep_latencies: bool,
 }
 
-/// Progress lines while a run goes.
-pub type Progress = Box<dyn Fn(&str) + Send + Sync>;
-
-/// Prefix of the periodic count lines (`TICK` + "elapsed/total s  ops N  ok N  fail N
-/// info N"): a terminal may redraw them in place as a progress bar.
-pub const TICK: &str = "tick ";
-
 /// Runs a scenario. `exe` is the `gauntlet` binary (for worker processes).
+/// What happens goes to `events`; Ctrl-C ends the run with
+/// [`RunOutcome::interrupted`] (or [`HarnessError::Interrupted`] when nothing
+/// was recorded yet).
 pub async fn run(
     scenario: &Scenario,
     exe: &Path,
-    progress: Progress,
+    events: EventSink,
 ) -> Result<RunOutcome, HarnessError> {
-    run_with(scenario, exe, progress, RunOptions::default()).await
+    run_with(scenario, exe, events, RunOptions::default()).await
 }
 
 /// What every phase of a run after the deployment is up needs. Nothing in it is
@@ -108,8 +112,8 @@ pub struct RunContext<'a> {
     pub dir: &'a Path,
     /// The `gauntlet` binary, for worker processes.
     pub exe: &'a Path,
-    /// Where progress lines go.
-    pub progress: &'a Progress,
+    /// Where the run's events go.
+    pub events: &'a EventSink,
     /// When the run was entered (before any backend was contacted).
     pub entered: Instant,
     /// When the deployment was asked for (the "first op after" line).
@@ -146,16 +150,19 @@ pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError>
     } else {
         queue::drive(ctx).await
     };
-    (ctx.progress)("tearing down...");
-    let _ = ctx.deployment.collect_logs(&ctx.dir.join("nodes")).await;
+    ctx.events.send(RunEvent::TearingDown);
+    let _ = ctx
+        .deployment
+        .collect_logs(&ctx.dir.join(gauntlet_report::folder::NODES))
+        .await;
     let teardown = ctx.deployment.teardown().await;
     let driven = result?;
     match teardown {
         Ok(()) => {}
         // The nodes are gone; their logs did not fit where the history did not.
-        Err(e) if driven.write_failure.is_some() => {
-            (ctx.progress)(&format!("node logs not kept: {e}"))
-        }
+        Err(e) if driven.write_failure.is_some() => ctx
+            .events
+            .send(RunEvent::Warning(format!("node logs not kept: {e}"))),
         Err(e) => return Err(e),
     }
     Ok(driven)
@@ -185,45 +192,42 @@ fn connect_proxy(proxy: &Proxy, deployment: &dyn Deployment) -> Result<(), Harne
 pub async fn run_with(
     scenario: &Scenario,
     exe: &Path,
-    progress: Progress,
+    events: EventSink,
     opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
     let entered = Instant::now();
     let backend = Arc::new(DockerBackend::connect().await?);
-    run_with_backend(backend, entered, scenario, exe, progress, opts).await
+    run_with_backend(backend, entered, scenario, exe, events, opts).await
 }
 
-/// On Ctrl-C: the backend removes what it created for `run`, then `then` runs
-/// (the run judges what was recorded) and the process exits with 130.
-/// The handler goes when the returned guard does (the run ended, or failed
-/// before its end), so a later run in the same process gets its own.
-fn on_ctrl_c(
-    backend: Arc<dyn Backend>,
-    run: RunId,
-    then: impl FnOnce() + Send + 'static,
-) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "gauntlet: interrupted; removing what run {run} created ({})",
-                backend.name()
-            );
-            if let Err(e) = backend.remove_run(&run).await {
-                eprintln!("gauntlet: cleanup failed: {e} (run `gauntlet clean`)");
-            }
-            then();
-            std::process::exit(130);
-        }
-    }))
-}
-
-/// Aborts its task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+/// After Ctrl-C: the backend removes what it created for `run` (the run's
+/// future, dropped, has stopped its workers and producers' driving), then what
+/// was recorded is judged, marked interrupted.
+async fn interrupted(
+    backend: &dyn Backend,
+    run: &RunId,
+    dir: &Path,
+    scenario: &Scenario,
+    entered: Instant,
+    events: &EventSink,
+) -> Result<RunOutcome, HarnessError> {
+    events.send(RunEvent::Interrupted {
+        run: run.to_string(),
+        backend: backend.name().to_string(),
+    });
+    if let Err(e) = backend.remove_run(run).await {
+        events.send(RunEvent::CleanupFailed {
+            error: e.to_string(),
+        });
     }
+    let verdict = judge_interrupted(dir, scenario, entered.elapsed(), events)?;
+    Ok(RunOutcome {
+        dir: dir.to_path_buf(),
+        verdict,
+        sends: 0,
+        figures: Figures::default(),
+        interrupted: true,
+    })
 }
 
 /// The scenario on whatever `backend` launches: the only step that differs
@@ -235,7 +239,7 @@ pub async fn run_with_backend(
     entered: Instant,
     scenario: &Scenario,
     exe: &Path,
-    progress: Progress,
+    events: EventSink,
     opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
     let kind = scenario.broker;
@@ -244,6 +248,7 @@ pub async fn run_with_backend(
     scenario.check_workload(kind)?;
     let folder = folder::create(&scenario.results, &scenario.name, &scenario.to_toml())?;
     let dir = folder.dir;
+    events.send(RunEvent::FolderCreated { dir: dir.clone() });
 
     let run_id = RunId::from_name(&format!(
         "{}-{}-{}",
@@ -251,18 +256,85 @@ pub async fn run_with_backend(
         folder.stamp,
         std::process::id()
     ));
-    // Ctrl-C: what the backend created goes, then what was recorded is judged
-    // (marked interrupted: no `drained` marker) and the run exits with 130.
-    let ctrl_c = {
-        let (dir, scenario) = (dir.clone(), scenario.clone());
-        on_ctrl_c(backend.clone(), run_id.clone(), move || {
-            judge_interrupted(&dir, &scenario, entered.elapsed())
-        })
+    // Ctrl-C from here to the end of the drain: the run stops where it is, what
+    // the backend created goes, then what was recorded is judged (marked
+    // interrupted: no `drained` marker) and the caller is told.
+    let deployed = deploy_and_run(
+        backend.as_ref(),
+        run_id.clone(),
+        scenario,
+        &dir,
+        exe,
+        &events,
+        entered,
+        opts,
+    );
+    let result = tokio::select! {
+        r = deployed => r,
+        Ok(()) = tokio::signal::ctrl_c() => {
+            return interrupted(backend.as_ref(), &run_id, &dir, scenario, entered, &events).await;
+        }
     };
+    let Driven {
+        sends,
+        figures,
+        write_failure,
+    } = result?;
+
+    if opts.discard_history {
+        let verdict = gauntlet_checkers::check(
+            &gauntlet_history::model::History::default(),
+            &CheckOptions {
+                expect,
+                max_examples: 10,
+            },
+        );
+        return Ok(RunOutcome {
+            dir,
+            verdict,
+            sends,
+            figures,
+            interrupted: false,
+        });
+    }
+    let incomplete = write_failure.map(|f| {
+        events.send(RunEvent::VerdictUnknown {
+            failure: f.to_string(),
+        });
+        Incomplete {
+            reason: IncompleteReason::HistoryWriteFailed,
+            detail: f.to_string(),
+        }
+    });
+    let verdict = judge(&dir, scenario, incomplete)?;
+    events.send(RunEvent::Judged { dir: dir.clone() });
+    Ok(RunOutcome {
+        dir,
+        verdict,
+        sends,
+        figures,
+        interrupted: false,
+    })
+}
+
+/// The launch on `backend` and the run on the deployment ([`run_on`]).
+#[allow(clippy::too_many_arguments)]
+async fn deploy_and_run(
+    backend: &dyn Backend,
+    run_id: RunId,
+    scenario: &Scenario,
+    dir: &Path,
+    exe: &Path,
+    events: &EventSink,
+    entered: Instant,
+    opts: RunOptions,
+) -> Result<Driven, HarnessError> {
+    let kind = scenario.broker;
     let mut spec = ClusterSpec::new(kind)
-        .run_id(run_id.clone())
-        .logs_dir(dir.join("nodes"))
+        .run_id(run_id)
+        .logs_dir(dir.join(gauntlet_report::folder::NODES))
         .build_missing_image(true);
+    spec.image_progress = crate::images::SharedProgress::new(events.clone());
     if let Some(n) = scenario.nodes {
         spec = spec.nodes(n);
     }
@@ -293,92 +365,49 @@ pub async fn run_with_backend(
     } else {
         None
     };
-    progress(&format!("deploying {} ({} node(s))...", kind, n_nodes));
+    events.send(RunEvent::Deploying {
+        broker: kind,
+        nodes: n_nodes,
+    });
     let deployment = backend.launch(spec).await?;
-    progress(&format!(
-        "{kind} ready after {:.1}s",
-        started.elapsed().as_secs_f64()
-    ));
+    events.send(RunEvent::DeploymentReady {
+        broker: kind,
+        after: started.elapsed(),
+    });
     if let Some(p) = &proxy {
         if let Err(e) = connect_proxy(p, deployment.as_ref()) {
             let _ = deployment.teardown().await;
             return Err(e);
         }
-        progress(&format!(
-            "clients go through the harness's proxy: {}",
-            p.addrs().join(",")
-        ));
+        events.send(RunEvent::Proxy { addrs: p.addrs() });
     }
     let ctx = RunContext {
         scenario,
         deployment: deployment.as_ref(),
         proxy: proxy.as_ref(),
-        dir: &dir,
+        dir,
         exe,
-        progress: &progress,
+        events,
         entered,
         started,
         opts,
     };
-    let result = run_on(&ctx).await;
-    drop(ctrl_c);
-    let Driven {
-        sends,
-        figures,
-        write_failure,
-    } = result?;
-
-    if opts.discard_history {
-        let verdict = gauntlet_checkers::check(
-            &gauntlet_history::model::History::default(),
-            &CheckOptions {
-                expect,
-                max_examples: 10,
-            },
-        );
-        return Ok(RunOutcome {
-            dir,
-            verdict,
-            sends,
-            figures,
-        });
-    }
-    let incomplete = write_failure.map(|f| {
-        progress(&format!("{f}: the verdict is unknown"));
-        Incomplete {
-            reason: IncompleteReason::HistoryWriteFailed,
-            detail: f.to_string(),
-        }
-    });
-    let verdict = judge(&dir, scenario, incomplete)?;
-    Ok(RunOutcome {
-        dir,
-        verdict,
-        sends,
-        figures,
-    })
+    run_on(&ctx).await
 }
 
-/// Reads the run folder's history, checks it against `expect`, marks the verdict
-/// when the run did not finish as planned, and writes `verdict.json` and the
-/// reports. When the history could not be written whole (a full disk), the
-/// reports may not fit either: that is a warning of the verdict, not an error,
-/// so the caller still gets the (unknown) verdict to show.
+/// Reads the run folder's history, judges it against the scenario's `expect`
+/// ([`gauntlet_report::folder::judge`]), marks the verdict when the run did not
+/// finish as planned, and writes `verdict.json` and the reports. When the
+/// history could not be written whole (a full disk), the reports may not fit
+/// either: that is a warning of the verdict, not an error, so the caller still
+/// gets the (unknown) verdict to show.
 pub fn judge(
     dir: &Path,
     scenario: &Scenario,
     incomplete: Option<Incomplete>,
 ) -> Result<Verdict, HarnessError> {
-    let expect = &scenario.expect;
-    let history = gauntlet_history::read_path(dir.join("history.jsonl"))
+    let history = gauntlet_history::read_path(dir.join(gauntlet_report::folder::HISTORY))
         .map_err(|e| HarnessError::RunFolder(e.to_string()))?;
-    let mut verdict = gauntlet_checkers::check(
-        &history,
-        &CheckOptions {
-            expect: expect.to_vec(),
-            max_examples: 10,
-        },
-    );
     let disk_failed = matches!(
         incomplete,
         Some(Incomplete {
@@ -386,24 +415,22 @@ pub fn judge(
             ..
         })
     );
-    if let Some(i) = incomplete {
-        verdict.mark_incomplete(i);
-    }
-    let written = std::fs::write(
-        dir.join("verdict.json"),
-        gauntlet_report::verdict_json(&verdict),
+    let mut verdict = gauntlet_report::folder::judge(
+        &history,
+        &CheckOptions {
+            expect: scenario.expect.to_vec(),
+            max_examples: 10,
+        },
+        incomplete,
+    );
+    let written = gauntlet_report::folder::write_verdict(
+        dir,
+        &history,
+        &verdict,
+        Some(&scenario.to_toml()),
+        Some(&scenario.report_info()),
     )
-    .map_err(io("writing", dir))
-    .and_then(|()| {
-        gauntlet_report::write_run_reports(
-            dir,
-            &history,
-            &verdict,
-            Some(&scenario.to_toml()),
-            Some(&scenario.report_info()),
-        )
-        .map_err(|e| HarnessError::RunFolder(e.to_string()))
-    });
+    .map_err(|e| HarnessError::RunFolder(e.to_string()));
     match written {
         Ok(()) => {}
         Err(e) if disk_failed => verdict
@@ -415,12 +442,20 @@ pub fn judge(
 }
 
 /// After Ctrl-C (the containers are gone): judges what the run recorded, marked
-/// interrupted, writes `verdict.json` and the reports, prints the summary.
-fn judge_interrupted(dir: &Path, scenario: &Scenario, after: Duration) {
-    let history = dir.join("history.jsonl");
-    if !history.exists() {
-        eprintln!("gauntlet: nothing was recorded yet; no verdict");
-        return;
+/// interrupted, and writes `verdict.json` and the reports. Nothing recorded, or
+/// nothing that could be judged: [`HarnessError::Interrupted`].
+fn judge_interrupted(
+    dir: &Path,
+    scenario: &Scenario,
+    after: Duration,
+    events: &EventSink,
+) -> Result<Verdict, HarnessError> {
+    let interrupted = || HarnessError::Interrupted {
+        dir: dir.to_path_buf(),
+    };
+    if !dir.join(gauntlet_report::folder::HISTORY).exists() {
+        events.send(RunEvent::NothingRecorded);
+        return Err(interrupted());
     }
     let incomplete = Incomplete {
         reason: IncompleteReason::Interrupted,
@@ -431,13 +466,17 @@ fn judge_interrupted(dir: &Path, scenario: &Scenario, after: Duration) {
     };
     match judge(dir, scenario, Some(incomplete)) {
         Ok(v) => {
-            print!(
-                "{}",
-                gauntlet_report::terminal::summary(&v, &history.display().to_string())
-            );
-            println!("run folder: {}", dir.display());
+            events.send(RunEvent::Judged {
+                dir: dir.to_path_buf(),
+            });
+            Ok(v)
         }
-        Err(e) => eprintln!("gauntlet: no verdict of the interrupted run: {e}"),
+        Err(e) => {
+            events.send(RunEvent::NoVerdict {
+                error: e.to_string(),
+            });
+            Err(interrupted())
+        }
     }
 }
 

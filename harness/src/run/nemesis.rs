@@ -2,7 +2,7 @@
 //! the final heal, and the nemesis's view of the cluster ([`RunCluster`]).
 use super::faults::{busiest_link, link_state, link_target};
 use super::workers::Pool;
-use super::{Progress, Scenario};
+use super::{EventSink, RunEvent, Scenario};
 use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::proxy::Proxy;
@@ -41,7 +41,7 @@ pub(super) async fn run_schedule(
     cluster: &RunCluster<'_>,
     recorder: &Recorder,
     t0: Instant,
-    progress: &Progress,
+    events: &EventSink,
 ) {
     for (id, sf) in schedule.faults.iter().enumerate() {
         let Ok(kind) = sf.kind() else { continue };
@@ -56,13 +56,19 @@ pub(super) async fn run_schedule(
         let started = Fault::start(kind, cluster, &sf.target, sf.pick).await;
         let fault = match started {
             Ok((fault, mut value)) => {
-                progress(&format!("nemesis: {} {}", sf.fault, value));
+                events.send(RunEvent::FaultStarted {
+                    fault: sf.fault.to_string(),
+                    detail: value.to_string(),
+                });
                 with_id(&mut value, id);
                 let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
                 fault
             }
             Err(e) => {
-                progress(&format!("nemesis: {} failed: {e}", sf.fault));
+                events.send(RunEvent::FaultFailed {
+                    fault: sf.fault.to_string(),
+                    error: e.to_string(),
+                });
                 let _ = recorder.record(&nemesis_event(
                     OpType::Info,
                     start_f,
@@ -87,11 +93,14 @@ pub(super) async fn run_schedule(
         };
         with_id(&mut value, id);
         let _ = recorder.record(&nemesis_event(OpType::Info, stop_f, value));
+        events.send(RunEvent::FaultEnded {
+            fault: sf.fault.to_string(),
+        });
     }
 }
 
 /// Heals everything: network rules flushed, nodes resumed and started, cluster ready.
-pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, progress: &Progress) {
+pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, events: &EventSink) {
     let _ = recorder.record(&nemesis_event(OpType::Invoke, "heal-all", json!({})));
     let mut notes = Vec::new();
     // The storage node first: the brokers need it to come back.
@@ -130,7 +139,9 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, pr
         notes.push(e.to_string());
     }
     if !notes.is_empty() {
-        progress(&format!("final heal: {}", notes.join("; ")));
+        events.send(RunEvent::HealProblems {
+            problems: notes.clone(),
+        });
     }
     let _ = recorder.record(&nemesis_event(
         OpType::Info,

@@ -5,7 +5,7 @@ use super::folder::io;
 use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
 use super::scenario::Workload;
 use super::workers::{drain, respawn_exited, stop_all, Pool, Worker, WorkerSpec};
-use super::{until_failed, Driven, Figures, Progress, RunContext, TICK};
+use super::{until_failed, Driven, EventSink, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
 use gauntlet_workloads::log::LogDriver;
 use gauntlet_workloads::Recorder;
@@ -20,7 +20,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         deployment,
         dir,
         exe,
-        progress,
+        events,
         started,
         entered,
         opts,
@@ -36,7 +36,8 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
     let mut recorder = if opts.discard_history {
         Recorder::discarding()
     } else {
-        Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?
+        Recorder::create(&dir.join(gauntlet_report::folder::HISTORY))
+            .map_err(io("creating", dir))?
     };
     if opts.keep_latencies {
         recorder = recorder.keep_latencies();
@@ -64,15 +65,15 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         cfg: scenario.queue.clone(),
         workload: scenario.workload,
         log: scenario.log.clone(),
+        events: events.clone(),
     };
     let _ = recorder.phase("start");
-    progress(&format!(
-        "first op after {:.1}s; running the {} workload for {:?} at {} sends/s",
-        started.elapsed().as_secs_f64(),
-        scenario.workload,
+    events.send(RunEvent::WorkloadStarted {
+        first_op_after: started.elapsed(),
+        workload: scenario.workload,
         time,
-        scenario.rate
-    ));
+        rate: scenario.rate,
+    });
 
     // Consumers: separate processes, restarted (under a new number) whenever one exits.
     let stop = Arc::new(AtomicBool::new(false));
@@ -106,24 +107,23 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
     let supervise = async {
         while Instant::now() < deadline && !recorder.failed() {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            respawn_exited(&pool, &spec, &recorder, scenario.queue.consumers.max(1)).await?;
-            let c = recorder.counts();
-            progress(&format!(
-                "{TICK}{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}",
-                t0.elapsed().as_secs_f64().min(time.as_secs_f64()),
-                time.as_secs_f64(),
-                c.ops,
-                c.ok,
-                c.fail,
-                c.info
-            ));
+            let count =
+                respawn_exited(&pool, &spec, &recorder, scenario.queue.consumers.max(1)).await?;
+            if count > 0 {
+                events.send(RunEvent::WorkersRestarted { count });
+            }
+            events.send(RunEvent::Tick {
+                elapsed: t0.elapsed().min(time),
+                total: time,
+                counts: recorder.counts(),
+            });
         }
         Ok::<(), HarnessError>(())
     };
     let faults = async {
         // A failed history write ends the schedule too (the final heal undoes it).
         tokio::select! {
-            () = run_schedule(&schedule, &cluster, &recorder, t0, progress) => {}
+            () = run_schedule(&schedule, &cluster, &recorder, t0, events) => {}
             () = until_failed(&recorder) => {}
         }
     };
@@ -139,7 +139,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         latencies_us: recorder.latencies(),
         counts: recorder.counts(),
     };
-    finish(&cluster, &spec, &recorder, &groups, progress).await?;
+    finish(&cluster, &spec, &recorder, &groups, events).await?;
     Ok(Driven {
         sends,
         figures,
@@ -155,24 +155,24 @@ pub(super) async fn finish(
     spec: &WorkerSpec,
     recorder: &Arc<Recorder>,
     groups: &[String],
-    progress: &Progress,
+    events: &EventSink,
 ) -> Result<(), HarnessError> {
-    final_heal(cluster, recorder, progress).await;
+    final_heal(cluster, recorder, events).await;
     stop_all(&cluster.pool, Duration::from_secs(10)).await;
     if let Some(failure) = recorder.write_error() {
         // Nothing more can be recorded: no drain, no `drained` marker.
-        progress(&format!("{failure}; the workload stopped, no drain"));
+        events.send(RunEvent::HistoryWriteFailed {
+            failure: failure.to_string(),
+        });
         return Ok(());
     }
     // Final drain: fresh consumers per group until a few polls in a row bring nothing.
     let _ = recorder.phase("drain");
-    progress("draining with fresh consumers...");
+    events.send(RunEvent::Draining);
     if drain(spec, recorder, groups, Duration::from_secs(120)).await? {
         let _ = recorder.phase("drained");
     } else {
-        progress(
-            "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)",
-        );
+        events.send(RunEvent::DrainUnfinished);
     }
     Ok(())
 }

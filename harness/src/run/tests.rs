@@ -167,6 +167,7 @@ fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
         },
         workload: Workload::Queue,
         log: s.log,
+        events: EventSink::discard(),
     }
 }
 
@@ -262,13 +263,7 @@ async fn the_final_heal_brings_every_node_back_before_the_drain() {
         spec.spawn(&recorder, "g1", false).expect("spawn"),
     )]));
     let c = cluster(&d, pool.clone(), true);
-    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let seen = lines.clone();
-    let progress: Progress = Box::new(move |l| {
-        if let Ok(mut v) = seen.lock() {
-            v.push(l.to_string());
-        }
-    });
+    let progress = EventSink::discard();
     finish(&c, &spec, &recorder, &["g1".to_string()], &progress)
         .await
         .expect("finish");
@@ -325,7 +320,7 @@ async fn a_drain_that_fails_leaves_no_drained_marker() {
     let spec = spec(fake_worker(&dir, true), 1);
     let d = FakeDeployment::new(BrokerKind::Redis, 1);
     let c = cluster(&d, Pool::default(), false);
-    let progress: Progress = Box::new(|_| {});
+    let progress = EventSink::discard();
     finish(&c, &spec, &recorder, &["g1".to_string()], &progress)
         .await
         .expect("finish");
@@ -341,14 +336,14 @@ async fn a_refused_run_tears_down_keeps_the_logs_and_writes_no_history() {
     std::fs::create_dir_all(dir.join("nodes")).expect("nodes");
     let d = FakeDeployment::new(BrokerKind::Redis, 1);
     let s = scenario("redis", &["partition"]);
-    let progress: Progress = Box::new(|_| {});
+    let progress = EventSink::discard();
     let ctx = RunContext {
         scenario: &s,
         deployment: &d,
         proxy: None,
         dir: &dir,
         exe: Path::new("/nonexistent/gauntlet"),
-        progress: &progress,
+        events: &progress,
         entered: Instant::now(),
         started: Instant::now(),
         opts: RunOptions::default(),
@@ -387,7 +382,7 @@ async fn the_run_entry_launches_through_any_backend_and_tears_down_what_it_launc
         results: results.clone(),
         ..scenario("redis", &["partition"])
     };
-    let progress: Progress = Box::new(|_| {});
+    let progress = EventSink::discard();
     let e = run_with_backend(
         backend.clone(),
         Instant::now(),
@@ -421,7 +416,7 @@ async fn the_run_entry_launches_through_any_backend_and_tears_down_what_it_launc
         fail_launch: Some("no such host".into()),
         ..FakeBackend::default()
     });
-    let progress: Progress = Box::new(|_| {});
+    let progress = EventSink::discard();
     let e = run_with_backend(
         failing.clone(),
         Instant::now(),

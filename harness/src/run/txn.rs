@@ -10,7 +10,7 @@ use super::faults::prepare_schedule;
 use super::folder::io;
 use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
 use super::workers::Pool;
-use super::{Driven, Figures, RunContext};
+use super::{Driven, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
 use gauntlet_workloads::txn::TxnConfig;
 use gauntlet_workloads::Recorder;
@@ -26,7 +26,7 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         scenario,
         deployment,
         dir,
-        progress,
+        events,
         started,
         ..
     } = *ctx;
@@ -43,8 +43,10 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
     let mut faults_only = scenario.clone();
     faults_only.nemesis.retain(|n| n != CRASH_PRODUCER);
     let (schedule, netem) = prepare_schedule(ctx, &faults_only).await?;
-    let recorder =
-        Arc::new(Recorder::create(&dir.join("history.jsonl")).map_err(io("creating", dir))?);
+    let recorder = Arc::new(
+        Recorder::create(&dir.join(gauntlet_report::folder::HISTORY))
+            .map_err(io("creating", dir))?,
+    );
     let cluster = RunCluster {
         deployment,
         roles: RoleNames::of(scenario),
@@ -62,25 +64,27 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         ..TxnConfig::default()
     };
     let _ = recorder.phase("start");
-    progress(&format!(
-        "first op after {:.1}s; running the txn workload for {:?}: {} transformer(s), {} inputs/s",
-        started.elapsed().as_secs_f64(),
+    events.send(RunEvent::TxnStarted {
+        first_op_after: started.elapsed(),
         time,
-        cfg.transformers,
-        cfg.rate
-    ));
+        transformers: cfg.transformers,
+        rate: cfg.rate,
+    });
     let t0 = Instant::now();
     let faults = async {
-        run_schedule(&schedule, &cluster, &recorder, t0, progress).await;
-        final_heal(&cluster, &recorder, progress).await;
+        run_schedule(&schedule, &cluster, &recorder, t0, events).await;
+        final_heal(&cluster, &recorder, events).await;
     };
     let s = gauntlet_workloads::txn::run(&addrs.join(","), recorder.clone(), cfg, time, faults)
         .await
         .map_err(|e| HarnessError::Worker(e.to_string()))?;
-    progress(&format!(
-        "txn workload: {} inputs sent, {} transactions committed, {} aborted, {} unknown; {} outputs drained",
-        s.sends, s.committed, s.aborted, s.unknown, s.drained
-    ));
+    events.send(RunEvent::TxnFinished {
+        sends: s.sends,
+        committed: s.committed,
+        aborted: s.aborted,
+        unknown: s.unknown,
+        drained: s.drained,
+    });
     let figures = Figures {
         workload_time: t0.elapsed(),
         ..Figures::default()

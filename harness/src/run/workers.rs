@@ -1,6 +1,7 @@
 //! Consumer workers: `gauntlet worker` processes whose stdout is relayed into
 //! the run's history.
 use super::scenario::Workload;
+use super::{EventSink, RunEvent};
 use crate::broker::BrokerKind;
 use crate::error::HarnessError;
 use gauntlet_workloads::log::LogConfig;
@@ -35,6 +36,8 @@ pub(super) struct WorkerSpec {
     pub(super) cfg: QueueConfig,
     pub(super) workload: Workload,
     pub(super) log: LogConfig,
+    /// Where a worker's unreadable lines are told.
+    pub(super) events: EventSink,
 }
 
 impl WorkerSpec {
@@ -87,6 +90,7 @@ impl WorkerSpec {
         let rec = recorder.clone();
         let stalled = Arc::new(tokio::sync::Notify::new());
         let told = stalled.clone();
+        let events = self.events.clone();
         let relay = tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -97,7 +101,11 @@ impl WorkerSpec {
                             let _ = rec.record(&e);
                         }
                     }
-                    Err(e) => eprintln!("worker {process}: unreadable line ({e}): {line}"),
+                    Err(e) => events.send(RunEvent::WorkerUnreadable {
+                        process,
+                        error: e.to_string(),
+                        line,
+                    }),
                 }
             }
         });

@@ -47,8 +47,14 @@ fn run_cmd(program: &str, args: &[&str]) -> Result<String> {
 }
 
 impl Lab {
-    /// Starts `n` machines; their key and known_hosts go in `dir`.
-    pub async fn up(docker: &Docker, dir: &Path, n: usize) -> Result<Lab> {
+    /// Starts `n` machines; their key and known_hosts go in `dir`. A build of
+    /// the machines' image tells `progress` what it does.
+    pub async fn up(
+        docker: &Docker,
+        dir: &Path,
+        n: usize,
+        progress: &dyn crate::images::Progress,
+    ) -> Result<Lab> {
         std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
         let key = dir.join("id");
         let _ = std::fs::remove_file(&key);
@@ -74,7 +80,7 @@ impl Lab {
         crate::images::ensure_ssh_host_image(
             docker,
             &crate::images::BuildOptions::default(),
-            &crate::images::StderrProgress,
+            progress,
         )
         .await?;
         let run = RunId::from_name(&format!("lab-{}", RunId::generate()));
