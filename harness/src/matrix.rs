@@ -267,6 +267,11 @@ pub fn judge(entry: &Entry, v: &Verdict) -> Judgement {
     }
 }
 
+/// The faults' names, as a scenario file writes them.
+fn fault_names(faults: &[gauntlet_nemesis::FaultKind]) -> Vec<String> {
+    faults.iter().map(|f| f.to_string()).collect()
+}
+
 /// One scenario of a matrix run.
 #[derive(Debug)]
 pub struct Row {
@@ -327,7 +332,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
             if s.nemesis.is_empty() {
                 "none".to_string()
             } else {
-                s.nemesis.join(",")
+                fault_names(&s.nemesis).join(",")
             },
             match p.entry.outcome {
                 Expected::Valid => "valid".to_string(),
@@ -350,7 +355,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
                 Row {
                     name,
                     broker: s.broker,
-                    faults: s.nemesis.clone(),
+                    faults: fault_names(&s.nemesis),
                     expected: p.entry.outcome,
                     why_listed: p.entry.why.clone(),
                     dir: Some(outcome.dir),
@@ -363,7 +368,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, progress: &Progress) -> 
             Err(e) => Row {
                 name,
                 broker: s.broker,
-                faults: s.nemesis.clone(),
+                faults: fault_names(&s.nemesis),
                 expected: p.entry.outcome,
                 why_listed: p.entry.why.clone(),
                 dir: None,
