@@ -53,14 +53,9 @@ pub struct RunArgs {
     /// Where run folders go.
     #[arg(long)]
     pub results: Option<PathBuf>,
-    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:ROLE],
-    /// restart-broker[:mid-batch|:ROLE], pause[:ROLE], partition[:halves|:ring|:bridge|:ROLE]
-    /// (ROLE: leader, group-coordinator, txn-coordinator, storage);
-    /// through the client proxy: ack-loss, partition-one-way, client-partition, latency[:MS],
-    /// jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
-    /// See docs/nemesis.md. `none` for no fault. Without this flag, the default run
-    /// (Redis, queue, at-least-once) kills consumers before their ack and restarts the
-    /// primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.
+    /// Faults, comma-separated, from the nemesis's table (the help lists their
+    /// syntax from it; docs/nemesis.md). `none` for no fault.
+    #[arg(long_help = nemesis_help())]
     #[arg(long, value_delimiter = ',', value_parser = nemesis_arg)]
     pub nemesis: Vec<NemesisArg>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).
@@ -93,6 +88,25 @@ pub enum NemesisArg {
     None,
     /// A fault of the nemesis's table.
     Fault(FaultKind),
+}
+
+/// `--nemesis`'s help, from the nemesis's table of faults.
+fn nemesis_help() -> String {
+    format!(
+        "Faults, comma-separated: {} (ROLE: {}). Through the client proxy: {}; \
+         netem needs sch_netem; crash-producer only with --workload txn. \
+         See docs/nemesis.md. `none` for no fault. Without this flag, the default run \
+         (Redis, queue, at-least-once) kills consumers before their ack and restarts the \
+         primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.",
+        gauntlet_nemesis::faults::syntax().join(", "),
+        gauntlet_nemesis::Role::ALL.map(|r| r.name()).join(", "),
+        gauntlet_nemesis::faults::FAULTS
+            .iter()
+            .filter(|f| f.acts == gauntlet_nemesis::Acts::ClientProxy)
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn nemesis_arg(s: &str) -> Result<NemesisArg, String> {
