@@ -429,3 +429,105 @@ impl Cluster<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node control that does nothing and answers every command with `10.0.0.N`.
+    struct Quiet;
+
+    #[async_trait::async_trait]
+    impl NodeControl for Quiet {
+        async fn kill(&self, _: &str) -> Result<(), ControlError> {
+            Ok(())
+        }
+        async fn stop(&self, _: &str, _: Duration) -> Result<(), ControlError> {
+            Ok(())
+        }
+        async fn start(&self, _: &str) -> Result<(), ControlError> {
+            Ok(())
+        }
+        async fn pause(&self, _: &str) -> Result<(), ControlError> {
+            Ok(())
+        }
+        async fn unpause(&self, _: &str) -> Result<(), ControlError> {
+            Ok(())
+        }
+        async fn exec(
+            &self,
+            node: &str,
+            command: &Command,
+            _: Duration,
+        ) -> Result<ExecOutput, ControlError> {
+            let exit_code = i64::from(command.display().contains("false"));
+            Ok(ExecOutput {
+                exit_code,
+                stdout: format!("fe80::1 10.0.0.{}\n", node.trim_start_matches('n')),
+                stderr: String::new(),
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Readiness for Quiet {
+        async fn wait_ready(&self, _: &str, _: Duration) -> Result<(), ControlError> {
+            Ok(())
+        }
+    }
+
+    fn cluster(in_flight: InFlight) -> Cluster<'static> {
+        Cluster {
+            nodes: vec!["n1".into(), "n2".into()],
+            storage: None,
+            control: &Quiet,
+            ready: &Quiet,
+            consumers: None,
+            links: None,
+            roles: None,
+            in_flight,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_send_in_flight_is_seen_through_the_handle_the_run_passes() {
+        let in_flight = InFlight::new();
+        let c = cluster(in_flight.clone());
+        assert!(!c.wait_send_in_flight(Duration::from_millis(20)).await);
+        in_flight.counter().fetch_add(1, Ordering::Relaxed);
+        assert!(c.wait_send_in_flight(Duration::from_millis(20)).await);
+        assert!(
+            cluster(InFlight::always())
+                .wait_send_in_flight(Duration::ZERO)
+                .await
+        );
+    }
+
+    #[tokio::test]
+    async fn the_capabilities_a_run_does_not_hand_over_are_refused_with_the_reason() {
+        let c = cluster(InFlight::new());
+        let e = c
+            .kill_consumer(0, KillConsumerAt::Any)
+            .await
+            .expect_err("no consumers");
+        assert_eq!(e.to_string(), "kill-consumer on -: no consumer is running");
+        let e = c
+            .link("n1", LinkFault::AckLoss)
+            .await
+            .expect_err("no proxy");
+        assert_eq!(
+            e.to_string(),
+            "ack-loss is not supported here: no client proxy in front of n1"
+        );
+        assert_eq!(c.heal_links().await.ok(), Some(Value::Null));
+        assert!(c.leader(Role::Leader).await.is_err());
+        assert_eq!(c.leader(Role::Storage).await.ok(), Some(None));
+        // The defaults of node control: `hostname -i`'s IPv4 address, exec_checked.
+        assert_eq!(c.node_ip("n2").await.ok().as_deref(), Some("10.0.0.2"));
+        let e = Quiet.exec_checked("n1", "false").await.expect_err("exit 1");
+        assert!(
+            matches!(e, ControlError::CommandFailed { code: 1, .. }),
+            "{e}"
+        );
+    }
+}

@@ -593,3 +593,35 @@ async fn overlapping_faults_play_side_by_side_and_each_heals_its_own() {
     assert!(evs[..8].iter().all(|e| e["value"].get("instant").is_none()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_backend_error_crosses_node_control_and_comes_back_whole() {
+    let e = HarnessError::ExecTimeout {
+        node: "n2".into(),
+        cmd: "hostname -i".into(),
+        waited: Duration::from_secs(3),
+    };
+    let text = e.to_string();
+    let through = gauntlet_nemesis::ControlError::from(e);
+    assert_eq!(
+        through.to_string(),
+        text,
+        "the nemesis sees the backend's words"
+    );
+    let back = HarnessError::from(through);
+    assert!(
+        matches!(back, HarnessError::ExecTimeout { ref node, .. } if node == "n2"),
+        "{back:?}"
+    );
+    // A failed command of the default iptables/tc bodies comes back as the harness's.
+    let failed = HarnessError::from(gauntlet_nemesis::ControlError::CommandFailed {
+        node: "n1".into(),
+        cmd: "iptables -F INPUT".into(),
+        code: 4,
+        output: "denied".into(),
+    });
+    assert!(
+        matches!(failed, HarnessError::CommandFailed { code: 4, .. }),
+        "{failed:?}"
+    );
+}
