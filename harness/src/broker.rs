@@ -102,51 +102,8 @@ pub struct PortSpec {
     pub port: u16,
 }
 
-/// A command run inside a node.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Command {
-    /// The program and its arguments (no shell unless the program is one).
-    pub argv: Vec<String>,
-    /// The user it runs as; `None`: the node's own user.
-    pub user: Option<String>,
-    /// More environment, `KEY=value` each.
-    pub env: Vec<String>,
-}
-
-impl Command {
-    /// The program and arguments `argv`, as the node's own user, no more environment.
-    pub fn new<S: AsRef<str>>(argv: &[S]) -> Self {
-        Command {
-            argv: argv.iter().map(|s| s.as_ref().to_string()).collect(),
-            ..Default::default()
-        }
-    }
-
-    /// `sh -c SCRIPT`.
-    pub fn shell(script: impl Into<String>) -> Self {
-        Command {
-            argv: vec!["sh".into(), "-c".into(), script.into()],
-            ..Default::default()
-        }
-    }
-
-    /// The same command, run as `user`.
-    pub fn user(mut self, user: &str) -> Self {
-        self.user = Some(user.to_string());
-        self
-    }
-
-    /// The same command with one more variable, `kv` as `KEY=value`.
-    pub fn env(mut self, kv: &str) -> Self {
-        self.env.push(kv.to_string());
-        self
-    }
-
-    /// The command as one line, for messages.
-    pub fn display(&self) -> String {
-        self.argv.join(" ")
-    }
-}
+/// A command run inside a node (the nemesis's, which node control takes).
+pub use gauntlet_nemesis::Command;
 
 /// A readiness probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

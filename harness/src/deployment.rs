@@ -1,7 +1,8 @@
 //! The backend-neutral face of a running cluster: a [`Deployment`] (named nodes,
-//! client endpoints, logs, teardown) and [`NodeControl`] (process faults and exec).
-//! Docker implements both in [`crate::docker`]; Kubernetes or SSH can be added beside it.
-use crate::broker::{BrokerKind, Capabilities, Command};
+//! client endpoints, logs, teardown) over [`NodeControl`] (process faults and
+//! exec), the nemesis's trait, which each backend implements directly: Docker
+//! in [`crate::docker`], SSH in [`crate::ssh`].
+use crate::broker::{BrokerKind, Capabilities};
 use crate::error::Result;
 use crate::RunId;
 use std::path::{Path, PathBuf};
@@ -27,119 +28,14 @@ impl Endpoint {
     }
 }
 
-/// What a command run inside a node printed, and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOutput {
-    /// The command's exit status (-1 when the backend could not tell).
-    pub exit_code: i64,
-    /// What it printed on stdout (lossy UTF-8).
-    pub stdout: String,
-    /// What it printed on stderr (lossy UTF-8).
-    pub stderr: String,
-}
+pub use gauntlet_nemesis::{ExecOutput, NodeControl};
 
-impl ExecOutput {
-    /// The command exited 0.
-    pub fn success(&self) -> bool {
-        self.exit_code == 0
-    }
-
-    /// stdout and stderr together, for messages.
-    pub fn combined(&self) -> String {
-        let mut s = self.stdout.clone();
-        if !self.stderr.is_empty() {
-            if !s.is_empty() && !s.ends_with('\n') {
-                s.push('\n');
-            }
-            s.push_str(&self.stderr);
-        }
-        s
-    }
-}
-
-/// Process-level faults and commands on single nodes, by node name.
-#[async_trait::async_trait]
-pub trait NodeControl: Send + Sync {
-    /// SIGKILL the node's broker process (the node keeps its disk).
-    async fn kill(&self, node: &str) -> Result<()>;
-    /// Stop gracefully (SIGTERM, then SIGKILL after `grace`).
-    async fn stop(&self, node: &str, grace: Duration) -> Result<()>;
-    /// Start a stopped or killed node. Does not wait for readiness: see
-    /// [`Deployment::wait_ready`].
-    async fn start(&self, node: &str) -> Result<()>;
-    /// Stop and start.
-    async fn restart(&self, node: &str, grace: Duration) -> Result<()>;
-    /// Freeze every process of the node (SIGSTOP-like, via the cgroup freezer).
-    async fn pause(&self, node: &str) -> Result<()>;
-    /// Resume every process [`NodeControl::pause`] froze.
-    async fn unpause(&self, node: &str) -> Result<()>;
-    /// Run a command inside the node (as root with NET_ADMIN unless `command.user`
-    /// says otherwise) and wait for it, at most `timeout`.
-    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput>;
-
-    /// Drop what `node` receives from `ips` (and, with `outbound`, what it sends
-    /// to them) until [`NodeControl::heal_traffic`]. By default the iptables
-    /// commands of `gauntlet_nemesis::net` through [`NodeControl::exec`]; a
-    /// backend whose nodes share a host's firewall keeps its rules apart.
-    async fn drop_traffic(&self, node: &str, ips: &[String], outbound: bool) -> Result<()> {
-        self.exec_checked(node, &gauntlet_nemesis::net::drop_script(ips, outbound))
-            .await
-    }
-    /// Remove every rule [`NodeControl::drop_traffic`] added on `node`.
-    async fn heal_traffic(&self, node: &str) -> Result<()> {
-        self.exec_checked(node, gauntlet_nemesis::net::HEAL_SCRIPT)
-            .await
-    }
-    /// Delay what `node` sends by `ms` until [`NodeControl::remove_delay`] (netem).
-    async fn add_delay(&self, node: &str, ms: u32) -> Result<()> {
-        self.exec_checked(node, &gauntlet_nemesis::net::delay_script(ms))
-            .await
-    }
-    /// Remove the delay of [`NodeControl::add_delay`]; succeeds when there is none.
-    async fn remove_delay(&self, node: &str) -> Result<()> {
-        self.exec_checked(node, gauntlet_nemesis::net::UNDELAY_SCRIPT)
-            .await
-    }
-    /// The IPv4 address other nodes reach `node` at (what a partition drops).
-    /// By default the first IPv4 address `hostname -i` prints inside the node,
-    /// right for a container; a backend whose nodes are hosts knows better
-    /// (`hostname -i` on a Debian host says 127.0.1.1).
-    async fn node_ip(&self, node: &str) -> Result<String> {
-        let out = self
-            .exec(
-                node,
-                &Command::shell("hostname -i"),
-                Duration::from_secs(20),
-            )
-            .await?;
-        out.stdout
-            .split_whitespace()
-            .find(|w| w.parse::<std::net::Ipv4Addr>().is_ok())
-            .map(str::to_string)
-            .ok_or_else(|| crate::error::HarnessError::CommandFailed {
-                node: node.to_string(),
-                cmd: "hostname -i".into(),
-                code: out.exit_code,
-                output: format!("no IPv4 address in {:?}", out.combined()),
-            })
-    }
-    /// Run a shell script in `node` (at most 20 s); an error when it fails.
-    async fn exec_checked(&self, node: &str, script: &str) -> Result<()> {
-        let out = self
-            .exec(node, &Command::shell(script), Duration::from_secs(20))
-            .await?;
-        if out.success() {
-            Ok(())
-        } else {
-            Err(crate::error::HarnessError::CommandFailed {
-                node: node.to_string(),
-                cmd: script.to_string(),
-                code: out.exit_code,
-                output: out.combined(),
-            })
-        }
-    }
-}
+/// What a [`NodeControl`] method returns: a backend maps its [`HarnessError`]
+/// into the nemesis's [`gauntlet_nemesis::ControlError`] with `?` or `.into()`,
+/// and the harness takes it back the same way.
+///
+/// [`HarnessError`]: crate::error::HarnessError
+pub type CtlResult<T> = std::result::Result<T, gauntlet_nemesis::ControlError>;
 
 /// A running cluster of one broker.
 #[async_trait::async_trait]

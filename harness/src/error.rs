@@ -165,6 +165,44 @@ pub enum HarnessError {
         /// The run folder.
         dir: PathBuf,
     },
+    /// A node-control call failed without a harness error inside (a command
+    /// that exited non-zero, in the default iptables/tc bodies).
+    #[error(transparent)]
+    Control(gauntlet_nemesis::ControlError),
+}
+
+/// A backend's error, carried through the nemesis's node control whole.
+impl From<HarnessError> for gauntlet_nemesis::ControlError {
+    fn from(e: HarnessError) -> Self {
+        match e {
+            HarnessError::Control(c) => c,
+            other => gauntlet_nemesis::ControlError::Backend(Box::new(other)),
+        }
+    }
+}
+
+/// A node-control error back as the harness error it was made from.
+impl From<gauntlet_nemesis::ControlError> for HarnessError {
+    fn from(e: gauntlet_nemesis::ControlError) -> Self {
+        match e {
+            gauntlet_nemesis::ControlError::Backend(b) => match b.downcast::<HarnessError>() {
+                Ok(h) => *h,
+                Err(other) => HarnessError::Control(gauntlet_nemesis::ControlError::Backend(other)),
+            },
+            gauntlet_nemesis::ControlError::CommandFailed {
+                node,
+                cmd,
+                code,
+                output,
+            } => HarnessError::CommandFailed {
+                node,
+                cmd,
+                code,
+                output,
+            },
+            other => HarnessError::Control(other),
+        }
+    }
 }
 
 /// Result with [`HarnessError`].

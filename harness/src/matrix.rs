@@ -269,6 +269,11 @@ pub fn judge(entry: &Entry, v: &Verdict) -> Judgement {
     }
 }
 
+/// The faults' names, as a scenario file writes them.
+fn fault_names(faults: &[gauntlet_nemesis::FaultKind]) -> Vec<String> {
+    faults.iter().map(|f| f.to_string()).collect()
+}
+
 /// One scenario of a matrix run.
 #[derive(Debug)]
 pub struct Row {
@@ -396,7 +401,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, events: &MatrixSink) -> 
             total,
             name: s.name.clone(),
             broker: s.broker,
-            faults: s.nemesis.clone(),
+            faults: fault_names(&s.nemesis),
             expected: p.entry.outcome,
             must_find: p.entry.must_find.clone(),
         });
@@ -427,7 +432,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, events: &MatrixSink) -> 
                 Row {
                     name,
                     broker: s.broker,
-                    faults: s.nemesis.clone(),
+                    faults: fault_names(&s.nemesis),
                     expected: p.entry.outcome,
                     why_listed: p.entry.why.clone(),
                     dir: Some(outcome.dir),
@@ -441,7 +446,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, events: &MatrixSink) -> 
             Err(e) => Row {
                 name,
                 broker: s.broker,
-                faults: s.nemesis.clone(),
+                faults: fault_names(&s.nemesis),
                 expected: p.entry.outcome,
                 why_listed: p.entry.why.clone(),
                 dir: None,

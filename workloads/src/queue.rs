@@ -66,11 +66,12 @@ fn stored_json(key: &str, value: i64, s: &Stored) -> Value {
     v
 }
 
-/// Sends under way in this process right now (for faults that must hit mid-batch).
-pub static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
-
 /// Runs `cfg.producers` producers until `stop`, at `rate` sends per second in all.
-/// Values come from `next_value` (unique across the run). Returns the sends made.
+/// Values come from `next_value` (unique across the run). Each send under way
+/// counts in `in_flight` (raised before it, lowered after it), which the run
+/// hands the nemesis too (for faults that must hit mid-batch). Returns the
+/// sends made.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_producers(
     driver: Arc<dyn Driver>,
     recorder: Arc<Recorder>,
@@ -79,6 +80,7 @@ pub async fn run_producers(
     seed: u64,
     next_value: Arc<AtomicI64>,
     stop: Arc<AtomicBool>,
+    in_flight: Arc<AtomicI64>,
 ) -> u64 {
     let mut tasks = Vec::new();
     let per_producer = (rate / cfg.producers.max(1) as f64).max(0.1);
@@ -94,15 +96,17 @@ pub async fn run_producers(
                 Rng::new(seed.wrapping_mul(31).wrapping_add(p as u64)),
                 next_value.clone(),
                 stop.clone(),
+                in_flight.clone(),
             )));
         }
     }
     for p in 0..cfg.producers * usize::from(cfg.pipeline <= 1) {
-        let (driver, recorder, next_value, stop) = (
+        let (driver, recorder, next_value, stop, in_flight) = (
             driver.clone(),
             recorder.clone(),
             next_value.clone(),
             stop.clone(),
+            in_flight.clone(),
         );
         let keys = cfg.keys.max(1) as u64;
         tasks.push(tokio::spawn(async move {
@@ -140,11 +144,11 @@ pub async fn run_producers(
                     {
                         break 'outer;
                     }
-                    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+                    in_flight.fetch_add(1, Ordering::Relaxed);
                     let began = Instant::now();
                     let outcome = producer.send(&key, value).await;
                     recorder.send_latency(began.elapsed());
-                    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+                    in_flight.fetch_sub(1, Ordering::Relaxed);
                     sent += 1;
                     if recorder
                         .record(&send_end(actor, &key, value, &outcome))
@@ -200,6 +204,7 @@ async fn pipelined_producer(
     mut rng: Rng,
     next_value: Arc<AtomicI64>,
     stop: Arc<AtomicBool>,
+    in_flight_sends: Arc<AtomicI64>,
 ) -> u64 {
     use futures_util::stream::{FuturesUnordered, StreamExt};
     let mut producer = loop {
@@ -237,7 +242,7 @@ async fn pipelined_producer(
         tokio::select! {
             Some((process, key, value, began, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
                 recorder.send_latency(Instant::now().saturating_duration_since(began));
-                IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+                in_flight_sends.fetch_sub(1, Ordering::Relaxed);
                 // Refused after a failed write: `stopping` above ends the loop.
                 let _ = recorder.record(&send_end(Actor::Client(process), &key, value, &outcome));
                 free.push(match outcome {
@@ -266,7 +271,7 @@ async fn pipelined_producer(
                     free.push(process);
                     continue;
                 }
-                IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+                in_flight_sends.fetch_add(1, Ordering::Relaxed);
                 let began = Instant::now();
                 sent += 1;
                 let pending: crate::client::PendingSend = match producer.enqueue(&key, value) {

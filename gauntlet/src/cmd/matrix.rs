@@ -78,7 +78,13 @@ pub fn run(args: MatrixArgs) -> Result<i32> {
                 "{}\t{}\t{}\t{}",
                 p.scenario.name,
                 p.scenario.broker,
-                faults_text(&p.scenario.nemesis),
+                faults_text(
+                    &p.scenario
+                        .nemesis
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                ),
                 match p.entry.outcome {
                     Expected::Valid => "valid".to_string(),
                     Expected::Violated => format!("violated ({})", p.entry.must_find.join("|")),

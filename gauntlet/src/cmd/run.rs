@@ -6,10 +6,12 @@ use gauntlet_checkers::Guarantee;
 use gauntlet_harness::broker::BrokerKind;
 use gauntlet_harness::error::HarnessError;
 use gauntlet_harness::run::{EventSink, Overrides, RunEvent, RunOutcome, Scenario, Workload};
+use gauntlet_nemesis::FaultKind;
 use gauntlet_workloads::log::Membership;
 use gauntlet_workloads::settings::Mode;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
@@ -51,16 +53,11 @@ pub struct RunArgs {
     /// Where run folders go.
     #[arg(long)]
     pub results: Option<PathBuf>,
-    /// Faults, comma-separated: kill-consumer[:before-ack|:after-ack], kill-broker[:ROLE],
-    /// restart-broker[:mid-batch|:ROLE], pause[:ROLE], partition[:halves|:ring|:bridge|:ROLE]
-    /// (ROLE: leader, group-coordinator, txn-coordinator, storage);
-    /// through the client proxy: ack-loss, partition-one-way, client-partition, latency[:MS],
-    /// jitter[:MS], loss[:PCT], bandwidth[:KIB], reset, blackhole; netem[:MS] (needs sch_netem).
-    /// See docs/nemesis.md. `none` for no fault. Without this flag, the default run
-    /// (Redis, queue, at-least-once) kills consumers before their ack and restarts the
-    /// primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.
-    #[arg(long, value_delimiter = ',')]
-    pub nemesis: Vec<String>,
+    /// Faults, comma-separated, from the nemesis's table (the help lists their
+    /// syntax from it; docs/nemesis.md). `none` for no fault.
+    #[arg(long_help = nemesis_help())]
+    #[arg(long, value_delimiter = ',', value_parser = nemesis_arg)]
+    pub nemesis: Vec<NemesisArg>,
     /// Replay the fault schedule of an earlier run (`<run>/schedule.toml`).
     #[arg(long)]
     pub replay: Option<PathBuf>,
@@ -84,6 +81,52 @@ pub fn ssh_backend(
     Ok(gauntlet_harness::ssh::open(path)?)
 }
 
+/// One name of `--nemesis`: a fault (parsed here, once), or `none`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NemesisArg {
+    /// `none`: no fault at all.
+    None,
+    /// A fault of the nemesis's table.
+    Fault(FaultKind),
+}
+
+/// `--nemesis`'s help, from the nemesis's table of faults.
+fn nemesis_help() -> String {
+    format!(
+        "Faults, comma-separated: {} (ROLE: {}). Through the client proxy: {}; \
+         netem needs sch_netem; crash-producer only with --workload txn. \
+         See docs/nemesis.md. `none` for no fault. Without this flag, the default run \
+         (Redis, queue, at-least-once) kills consumers before their ack and restarts the \
+         primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.",
+        gauntlet_nemesis::faults::syntax().join(", "),
+        gauntlet_nemesis::Role::ALL.map(|r| r.name()).join(", "),
+        gauntlet_nemesis::faults::FAULTS
+            .iter()
+            .filter(|f| f.acts == gauntlet_nemesis::Acts::ClientProxy)
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn nemesis_arg(s: &str) -> Result<NemesisArg, String> {
+    if s.trim() == "none" {
+        return Ok(NemesisArg::None);
+    }
+    FaultKind::from_str(s)
+        .map(NemesisArg::Fault)
+        .map_err(|e| e.to_string())
+}
+
+/// Faults as one line, joined by `sep`.
+fn fault_line(faults: &[FaultKind], sep: &str) -> String {
+    faults
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     let mut s = match &args.scenario {
         Some(p) => {
@@ -95,9 +138,16 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     };
     args.overrides().apply(&mut s)?;
     if !args.nemesis.is_empty() {
-        s.nemesis = args.nemesis.clone();
+        s.nemesis = args
+            .nemesis
+            .iter()
+            .filter_map(|n| match n {
+                NemesisArg::Fault(f) => Some(*f),
+                NemesisArg::None => None,
+            })
+            .collect();
     }
-    if s.nemesis.iter().any(|n| n == "none") {
+    if args.nemesis.contains(&NemesisArg::None) {
         // `--nemesis none`: no fault at all.
         s.nemesis.clear();
     }
@@ -120,7 +170,7 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         let faults = if s.nemesis.is_empty() {
             String::new()
         } else {
-            format!("-{}", s.nemesis.join("+").replace(':', "_"))
+            format!("-{}", fault_line(&s.nemesis, "+").replace(':', "_"))
         };
         let workload = if s.workload == Workload::Queue {
             String::new()
@@ -168,7 +218,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     } else {
         format!(
             ", faults {} (seed {})",
-            scenario.nemesis.join(", "),
+            fault_line(&scenario.nemesis, ", "),
             scenario.seed
         )
     };
@@ -429,9 +479,9 @@ mod tests {
 
     #[test]
     fn the_default_run_has_the_default_faults_and_other_subjects_have_none() {
-        let faults: Vec<String> = gauntlet_harness::run::DEFAULT_FAULTS
+        let faults: Vec<FaultKind> = gauntlet_harness::run::DEFAULT_FAULTS
             .iter()
-            .map(|f| f.to_string())
+            .map(|f| FaultKind::from_str(f).expect("a fault"))
             .collect();
         assert_eq!(scenario_of(&[]).nemesis, faults);
         assert_eq!(scenario_of(&["--time", "14s"]).nemesis, faults);
@@ -445,7 +495,26 @@ mod tests {
         assert!(scenario_of(&["--replay", "x.toml"]).nemesis.is_empty());
         assert_eq!(
             scenario_of(&["--broker", "nats", "--nemesis", "pause"]).nemesis,
-            vec!["pause".to_string()]
+            vec![FaultKind::Pause]
+        );
+        // An unknown name is refused by the argument parser, naming what exists.
+        let e = Cli::try_parse_from(["run", "--nemesis", "pause,meteor"])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("unknown fault `meteor`"), "{e}");
+        // crash-producer is a fault of the table (the txn workload takes it).
+        assert_eq!(
+            scenario_of(&[
+                "--workload",
+                "txn",
+                "--broker",
+                "kafka",
+                "--nemesis",
+                "crash-producer"
+            ])
+            .nemesis,
+            vec![FaultKind::CrashProducer]
         );
     }
 

@@ -138,3 +138,57 @@ fn pauses_aimed_at_the_txn_and_group_coordinators_hit_the_node_kafka_names() {
     assert_run_folder(&r.dir);
     no_leftovers(&r.dir);
 }
+
+/// `--workload txn --nemesis crash-producer` (docs/txn.md): the fault is an
+/// entry of the nemesis's table that the txn workload does itself. It used to
+/// be refused as an unknown fault before the workload could take it. Its
+/// transformers destroy their client in the middle of some transactions (each
+/// ends `info` with the reason); the schedule has no fault, and the nemesis
+/// records only the final heal.
+#[test]
+fn crash_producer_destroys_clients_mid_transaction_in_the_txn_workload() {
+    let r = run(
+        "kafka-txn-crash-producer",
+        &[
+            "--broker",
+            "kafka",
+            "--image",
+            gauntlet_harness::brokers::kafka::MEMORY_IMAGE,
+            "--workload",
+            "txn",
+            "--nemesis",
+            "crash-producer",
+            "--time",
+            "12s",
+            "--rate",
+            "30",
+            "--expect",
+            "exactly-once",
+        ],
+    );
+    let text = std::fs::read_to_string(r.dir.join("history.jsonl")).expect("history.jsonl");
+    let crashed = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|op| {
+            op["f"] == "txn"
+                && op["type"] == "info"
+                && op["error"] == "client destroyed mid-transaction"
+        })
+        .count();
+    assert!(
+        crashed > 0,
+        "no transaction ended with its client destroyed ({})",
+        r.verdict["stats"]
+    );
+    let schedule = std::fs::read_to_string(r.dir.join("schedule.toml")).expect("schedule.toml");
+    assert!(!schedule.contains("[[fault]]"), "{schedule}");
+    let events = nemesis_events(&r.dir);
+    assert!(
+        events.iter().all(|e| e["f"] == "heal-all"),
+        "only the final heal: {events:?}"
+    );
+    assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
+    assert_run_folder(&r.dir);
+    no_leftovers(&r.dir);
+}

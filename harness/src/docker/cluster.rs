@@ -4,7 +4,7 @@ use crate::broker::{
     BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, NodePlan, Probe, Recipe,
     STORAGE_NODE,
 };
-use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
+use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{docker_err, io_err, HarnessError, Result};
 use crate::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
 use bollard::container::LogOutput;
@@ -716,7 +716,7 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
 
 #[async_trait::async_trait]
 impl NodeControl for DockerDeployment {
-    async fn kill(&self, node: &str) -> Result<()> {
+    async fn kill(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
         self.docker
             .kill_container(
@@ -727,9 +727,10 @@ impl NodeControl for DockerDeployment {
             )
             .await
             .map_err(docker_err(format!("killing node {node}")))
+            .map_err(Into::into)
     }
 
-    async fn stop(&self, node: &str, grace: Duration) -> Result<()> {
+    async fn stop(&self, node: &str, grace: Duration) -> CtlResult<()> {
         let n = self.node(node)?;
         self.docker
             .stop_container(
@@ -741,38 +742,47 @@ impl NodeControl for DockerDeployment {
             )
             .await
             .map_err(docker_err(format!("stopping node {node}")))
+            .map_err(Into::into)
     }
 
-    async fn start(&self, node: &str) -> Result<()> {
+    async fn start(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
         self.docker
             .start_container(&n.container, None::<StartContainerOptions>)
             .await
             .map_err(docker_err(format!("starting node {node}")))
+            .map_err(Into::into)
     }
 
-    async fn restart(&self, node: &str, grace: Duration) -> Result<()> {
+    async fn restart(&self, node: &str, grace: Duration) -> CtlResult<()> {
         self.stop(node, grace).await?;
         self.start(node).await
     }
 
-    async fn pause(&self, node: &str) -> Result<()> {
+    async fn pause(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
         self.docker
             .pause_container(&n.container)
             .await
             .map_err(docker_err(format!("pausing node {node}")))
+            .map_err(Into::into)
     }
 
-    async fn unpause(&self, node: &str) -> Result<()> {
+    async fn unpause(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
         self.docker
             .unpause_container(&n.container)
             .await
             .map_err(docker_err(format!("unpausing node {node}")))
+            .map_err(Into::into)
     }
 
-    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput> {
+    async fn exec(
+        &self,
+        node: &str,
+        command: &Command,
+        timeout: Duration,
+    ) -> CtlResult<ExecOutput> {
         let n = self.node(node)?;
         let what = || format!("running `{}` on node {node}", command.display());
         let run = async {
@@ -814,7 +824,7 @@ impl NodeControl for DockerDeployment {
                 .inspect_exec(&created.id)
                 .await
                 .map_err(docker_err(what()))?;
-            Ok(ExecOutput {
+            Ok::<_, HarnessError>(ExecOutput {
                 exit_code: inspected.exit_code.unwrap_or(-1),
                 stdout: String::from_utf8_lossy(&stdout).into_owned(),
                 stderr: String::from_utf8_lossy(&stderr).into_owned(),
@@ -827,6 +837,7 @@ impl NodeControl for DockerDeployment {
                 cmd: command.display(),
                 waited: timeout,
             })?
+            .map_err(Into::into)
     }
 }
 

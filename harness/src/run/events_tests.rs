@@ -69,7 +69,7 @@ fn cluster<'a>(d: &'a FakeDeployment) -> nemesis::RunCluster<'a> {
         pool: Pool::default(),
         proxy: None,
         netem: false,
-        planning: false,
+        in_flight: gauntlet_nemesis::InFlight::new(),
     }
 }
 
@@ -82,7 +82,7 @@ async fn a_run_on_the_fake_backend_sends_its_phases_in_order() {
         name: "events".into(),
         nodes: Some(1),
         results: results.clone(),
-        nemesis: vec!["partition".into()],
+        nemesis: vec![gauntlet_nemesis::FaultKind::Partition],
         ..Scenario::default_scenario()
     };
     let (sink, seen) = EventSink::collect();

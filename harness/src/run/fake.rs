@@ -3,7 +3,7 @@
 //! paused), and answers commands from a table. No Docker, no broker.
 use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, Capabilities, Command};
-use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
+use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::collections::BTreeMap;
@@ -104,35 +104,35 @@ impl FakeDeployment {
 
 #[async_trait::async_trait]
 impl NodeControl for FakeDeployment {
-    async fn kill(&self, node: &str) -> Result<()> {
+    async fn kill(&self, node: &str) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("kill {node}"));
         self.set_state(node, NodeState::Killed);
         Ok(())
     }
-    async fn stop(&self, node: &str, _grace: Duration) -> Result<()> {
+    async fn stop(&self, node: &str, _grace: Duration) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("stop {node}"));
         self.set_state(node, NodeState::Killed);
         Ok(())
     }
-    async fn start(&self, node: &str) -> Result<()> {
+    async fn start(&self, node: &str) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("start {node}"));
         self.set_state(node, NodeState::Up);
         Ok(())
     }
-    async fn restart(&self, node: &str, grace: Duration) -> Result<()> {
+    async fn restart(&self, node: &str, grace: Duration) -> CtlResult<()> {
         self.stop(node, grace).await?;
         self.start(node).await
     }
-    async fn pause(&self, node: &str) -> Result<()> {
+    async fn pause(&self, node: &str) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("pause {node}"));
         self.set_state(node, NodeState::Paused);
         Ok(())
     }
-    async fn unpause(&self, node: &str) -> Result<()> {
+    async fn unpause(&self, node: &str) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("unpause {node}"));
         if self.state_of(node) == Some(NodeState::Paused) {
@@ -140,12 +140,17 @@ impl NodeControl for FakeDeployment {
         }
         Ok(())
     }
-    async fn exec(&self, node: &str, command: &Command, _timeout: Duration) -> Result<ExecOutput> {
+    async fn exec(
+        &self,
+        node: &str,
+        command: &Command,
+        _timeout: Duration,
+    ) -> CtlResult<ExecOutput> {
         self.known(node)?;
         let script = command.argv.last().cloned().unwrap_or_default();
         self.call(format!("exec {node} {script}"));
         if self.state_of(node) != Some(NodeState::Up) {
-            return Err(HarnessError::Scenario(format!("{node} is not running")));
+            return Err(HarnessError::Scenario(format!("{node} is not running")).into());
         }
         let stdout = if script == "hostname -i" {
             let i = self.nodes.iter().position(|n| n == node).unwrap_or(99) + 1;

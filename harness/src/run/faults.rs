@@ -7,30 +7,30 @@ use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::{LinkState, Toxic};
-use gauntlet_nemesis::faults::Needs;
-use gauntlet_nemesis::{FaultKind, LinkFault, Role, Schedule};
-use std::str::FromStr;
+use gauntlet_nemesis::faults::{Heal, LinkEffect, LinkToxic, Needs};
+use gauntlet_nemesis::{FaultKind, Role, Schedule};
 use std::time::Duration;
+
+/// A replayed schedule, read whole: a fault name it cannot read refuses the
+/// file (naming it and the entry), never thins the schedule.
+fn read_replay(path: &std::path::Path) -> Result<Schedule, HarnessError> {
+    let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
+    Schedule::from_toml(&text)
+        .map_err(|e| HarnessError::Scenario(format!("{}: {e}", path.display())))
+}
 
 /// The faults a scenario may inject: its `nemesis` list, or those of its replayed schedule.
 pub(super) fn fault_kinds(scenario: &Scenario) -> Result<Vec<FaultKind>, HarnessError> {
     if let Some(path) = &scenario.replay {
-        let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
-        let s = Schedule::from_toml(&text)
-            .map_err(|e| HarnessError::Scenario(format!("{}: {e}", path.display())))?;
-        return Ok(s.faults.iter().filter_map(|f| f.kind().ok()).collect());
+        return Ok(read_replay(path)?.faults.iter().map(|f| f.fault).collect());
     }
-    scenario
-        .nemesis
-        .iter()
-        .map(|n| FaultKind::from_str(n).map_err(|e| HarnessError::Scenario(e.to_string())))
-        .collect()
+    Ok(scenario.nemesis.clone())
 }
 
 /// Whether the run puts the harness's TCP proxy between the clients and the nodes:
 /// only when a fault needs it (the clean path stays direct).
 pub(super) fn needs_proxy(kinds: &[FaultKind]) -> bool {
-    kinds.iter().any(|k| matches!(k, FaultKind::Link(_)))
+    kinds.iter().any(|k| k.needs().proxy)
 }
 
 /// The node whose client link a link fault hits, from each link's client -> broker
@@ -69,48 +69,39 @@ pub(super) fn busiest_link<'a>(node: &'a str, traffic: &[(&'a str, u64)]) -> &'a
     best.0
 }
 
-/// What the proxy does for a link fault.
-pub(super) fn link_state(fault: LinkFault) -> LinkState {
-    let both = |t: Toxic| LinkState {
-        up: t,
-        down: t,
-        ..Default::default()
+/// The proxy's state for a link fault's effect ([`gauntlet_nemesis::LinkFault::effect`]).
+pub(super) fn link_state(effect: LinkEffect) -> LinkState {
+    let toxic = |t: LinkToxic| match t {
+        LinkToxic::Pass => Toxic::Pass,
+        LinkToxic::Delay {
+            latency_ms,
+            jitter_ms,
+        } => Toxic::Delay {
+            latency: Duration::from_millis(u64::from(latency_ms)),
+            jitter: Duration::from_millis(u64::from(jitter_ms)),
+        },
+        LinkToxic::Drop => Toxic::Drop,
+        LinkToxic::Bandwidth { bytes_per_sec } => Toxic::Bandwidth { bytes_per_sec },
     };
-    match fault {
-        LinkFault::AckLoss => LinkState {
-            down: Toxic::Drop,
-            ..Default::default()
-        },
-        LinkFault::OneWay => LinkState {
-            up: Toxic::Drop,
-            ..Default::default()
-        },
-        LinkFault::ClientPartition => LinkState {
-            refuse: true,
-            ..Default::default()
-        },
-        LinkFault::Latency { ms } => both(Toxic::Delay {
-            latency: Duration::from_millis(u64::from(ms)),
-            jitter: Duration::ZERO,
-        }),
-        LinkFault::Jitter { ms } => both(Toxic::Delay {
-            latency: Duration::ZERO,
-            jitter: Duration::from_millis(u64::from(ms)),
-        }),
-        LinkFault::Loss { percent } => LinkState {
-            loss: f64::from(percent) / 100.0,
-            ..Default::default()
-        },
-        LinkFault::Bandwidth { kib_per_sec } => both(Toxic::Bandwidth {
-            bytes_per_sec: u64::from(kib_per_sec) * 1024,
-        }),
-        LinkFault::Reset => LinkState::default(),
-        LinkFault::Blackhole => both(Toxic::Drop),
+    LinkState {
+        up: toxic(effect.up),
+        down: toxic(effect.down),
+        loss: f64::from(effect.loss_percent) / 100.0,
+        refuse: effect.refuse,
     }
 }
 
-/// Whether `deployment` meets a fault's needs; the reason when it does not.
-fn able(needs: Needs, deployment: &dyn Deployment) -> Result<(), String> {
+/// Whether `deployment` (and the scenario's workload) meets a fault's needs;
+/// the reason when it does not.
+fn able(needs: Needs, deployment: &dyn Deployment, scenario: &Scenario) -> Result<(), String> {
+    if let Some(w) = needs.workload {
+        if scenario.workload.name() != w {
+            return Err(format!(
+                "only the {w} workload does it (its transformers), and this run's workload is {}",
+                scenario.workload
+            ));
+        }
+    }
     let caps = deployment.capabilities();
     let nodes = deployment.nodes().len();
     let broker = deployment.broker();
@@ -157,14 +148,11 @@ pub(super) fn schedule_for(
     time: Duration,
 ) -> Result<Schedule, HarnessError> {
     if let Some(path) = &scenario.replay {
-        let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
-        return Schedule::from_toml(&text)
-            .map_err(|e| HarnessError::Scenario(format!("{}: {e}", path.display())));
+        return read_replay(path);
     }
     let mut kinds = Vec::new();
-    for name in &scenario.nemesis {
-        let kind = FaultKind::from_str(name).map_err(|e| HarnessError::Scenario(e.to_string()))?;
-        if let Err(why) = able(kind.needs(), deployment) {
+    for &kind in &scenario.nemesis {
+        if let Err(why) = able(kind.needs(), deployment, scenario) {
             return Err(HarnessError::Scenario(format!(
                 "{kind} on {}: {why}",
                 scenario.broker
@@ -192,7 +180,7 @@ pub(super) async fn prepare_schedule(
     let netem = schedule
         .faults
         .iter()
-        .any(|f| matches!(f.kind(), Ok(FaultKind::Netem { .. })));
+        .any(|f| f.fault.spec().heal == Heal::RemoveDelay);
     if netem {
         probe_netem(ctx.deployment).await?;
     }

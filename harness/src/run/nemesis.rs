@@ -1,28 +1,29 @@
-//! The nemesis side of a run: the schedule played against the deployment,
-//! the final heal, and the nemesis's view of the cluster ([`RunCluster`]).
+//! The nemesis side of a run: the schedule played against the deployment
+//! (faults that overlap in time run side by side), the final heal, and the
+//! capabilities the run hands the nemesis beside the deployment's node control
+//! ([`RunCluster`]: the consumer workers, the client proxy, the role probe,
+//! readiness, the sends in flight).
 use super::faults::{busiest_link, link_state, link_target};
 use super::workers::Pool;
 use super::{EventSink, RunEvent, Scenario};
 use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::proxy::Proxy;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use gauntlet_history::{Actor, Event, OpType};
-use gauntlet_nemesis::faults::{heal_network, history_names};
+use gauntlet_nemesis::faults::{heal_network, node_fields, Acts};
 use gauntlet_nemesis::{
-    Cluster, Fault, FaultKind, KillConsumerAt, LinkFault, NemesisError, Role, Schedule,
+    Cluster, Consumers, ControlError, Fault, InFlight, KillConsumerAt, LinkFault, Links,
+    NemesisError, Readiness, Role, Roles, Schedule, ScheduledFault,
 };
 use gauntlet_workloads::stall::StallPoint;
 use gauntlet_workloads::Recorder;
 use serde_json::json;
-use std::sync::atomic::Ordering;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
 pub(super) fn nemesis_event(kind: OpType, f: &str, value: serde_json::Value) -> Event {
     Event::new(Actor::Nemesis, kind, f).value(value)
 }
-
-/// How long a link fault watches the client links to see which ones carry traffic.
-const LINK_SAMPLE: Duration = Duration::from_millis(300);
 
 /// Marks a nemesis event with the schedule position of its fault, which pairs a
 /// fault's start and end events in the report (`fault_id`).
@@ -36,6 +37,9 @@ fn with_id(value: &mut serde_json::Value, id: usize) {
 }
 
 /// Plays the schedule against the cluster, recording each fault's start and end.
+/// A fault starts at its time once every earlier fault the schedule ends by then
+/// has ended (its heal done), as one after the other always did; faults the
+/// schedule makes overlap run side by side.
 pub(super) async fn run_schedule(
     schedule: &Schedule,
     cluster: &RunCluster<'_>,
@@ -43,65 +47,131 @@ pub(super) async fn run_schedule(
     t0: Instant,
     events: &EventSink,
 ) {
+    let c = cluster.cluster();
+    let mut running = FuturesUnordered::new();
+    // The scheduled end of each fault under way, by its position.
+    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
     for (id, sf) in schedule.faults.iter().enumerate() {
-        let Ok(kind) = sf.kind() else { continue };
-        let at = t0 + Duration::from_millis(sf.at_ms);
-        tokio::time::sleep_until(at.into()).await;
-        let (start_f, stop_f) = history_names(kind);
-        let _ = recorder.record(&nemesis_event(
-            OpType::Invoke,
-            start_f,
-            json!({"fault": sf.fault, "target": sf.target, "fault_id": id}),
-        ));
-        let started = Fault::start(kind, cluster, &sf.target, sf.pick).await;
-        let fault = match started {
-            Ok((fault, mut value)) => {
-                events.send(RunEvent::FaultStarted {
-                    fault: sf.fault.to_string(),
-                    detail: value.to_string(),
-                });
-                with_id(&mut value, id);
-                let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
-                fault
+        while ends.values().any(|&end| end <= sf.at_ms) {
+            match running.next().await {
+                Some(done) => {
+                    ends.remove(&done);
+                }
+                None => break,
             }
-            Err(e) => {
-                events.send(RunEvent::FaultFailed {
-                    fault: sf.fault.to_string(),
-                    error: e.to_string(),
-                });
-                let _ = recorder.record(&nemesis_event(
-                    OpType::Info,
-                    start_f,
-                    json!({"error": e.to_string(), "fault_id": id, "end": true}),
-                ));
-                continue;
-            }
-        };
-        if matches!(kind, FaultKind::KillConsumer(_)) {
-            continue;
         }
-        tokio::time::sleep(Duration::from_millis(sf.duration_ms)).await;
-        // The node the fault hit (a leader found at start), or none (a partition shape).
-        let _ = recorder.record(&nemesis_event(
-            OpType::Invoke,
-            stop_f,
-            json!({"target": fault.target, "fault_id": id}),
-        ));
-        let mut value = match fault.stop(cluster).await {
-            Ok(v) => v,
-            Err(e) => json!({"error": e.to_string()}),
-        };
-        with_id(&mut value, id);
-        let _ = recorder.record(&nemesis_event(OpType::Info, stop_f, value));
-        events.send(RunEvent::FaultEnded {
-            fault: sf.fault.to_string(),
-        });
+        let at = tokio::time::sleep_until((t0 + Duration::from_millis(sf.at_ms)).into());
+        tokio::pin!(at);
+        loop {
+            tokio::select! {
+                () = &mut at => break,
+                Some(done) = running.next(), if !running.is_empty() => {
+                    ends.remove(&done);
+                }
+            }
+        }
+        ends.insert(id, sf.end_ms());
+        running.push(play(id, sf, &c, recorder, events));
+    }
+    while running.next().await.is_some() {}
+}
+
+/// The scheduled targets as event fields: `target` (one, as every history so
+/// far) or `targets` (several).
+fn scheduled_targets(targets: &[String]) -> serde_json::Value {
+    match targets {
+        [one] => json!({ "target": one }),
+        many => json!({ "targets": many }),
     }
 }
 
+/// Adds `fields` (an object) to `value` (an object), keeping what is there.
+fn merge(value: &mut serde_json::Value, fields: serde_json::Value) {
+    if let (Some(v), serde_json::Value::Object(f)) = (value.as_object_mut(), fields) {
+        for (k, x) in f {
+            v.entry(k).or_insert(x);
+        }
+    }
+}
+
+/// One fault: its start (invoke, info), then, unless it is an instant, its
+/// heal after its duration (invoke, info). Returns its position.
+async fn play(
+    id: usize,
+    sf: &ScheduledFault,
+    cluster: &Cluster<'_>,
+    recorder: &Recorder,
+    events: &EventSink,
+) -> usize {
+    let kind = sf.fault;
+    let spec = kind.spec();
+    let (start_f, stop_f) = spec.history;
+    // The fields every start event carries: the fault's position, whether it is
+    // an instant, and the nodes it is aimed at (docs/history-format.md).
+    let mut marks = json!({ "fault_id": id });
+    if spec.instant() {
+        marks["instant"] = json!(true);
+    }
+    let mut invoke = json!({ "fault": kind.to_string() });
+    merge(&mut invoke, scheduled_targets(&sf.targets));
+    merge(&mut invoke, marks.clone());
+    if matches!(spec.acts, Acts::Nodes | Acts::ClientProxy) {
+        merge(&mut invoke, node_fields(&sf.targets));
+    }
+    let _ = recorder.record(&nemesis_event(OpType::Invoke, start_f, invoke));
+    let fault = match Fault::start(kind, cluster, &sf.targets, sf.pick).await {
+        Ok((fault, mut value)) => {
+            events.send(RunEvent::FaultStarted {
+                fault: kind.to_string(),
+                detail: value.to_string(),
+            });
+            with_id(&mut value, id);
+            merge(&mut value, marks);
+            if matches!(spec.acts, Acts::Nodes | Acts::ClientProxy) {
+                merge(&mut value, node_fields(&fault.targets));
+            }
+            let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
+            fault
+        }
+        Err(e) => {
+            events.send(RunEvent::FaultFailed {
+                fault: kind.to_string(),
+                error: e.to_string(),
+            });
+            let mut value = json!({"error": e.to_string(), "fault_id": id, "end": true});
+            merge(&mut value, marks);
+            let _ = recorder.record(&nemesis_event(OpType::Info, start_f, value));
+            return id;
+        }
+    };
+    if spec.instant() {
+        return id;
+    }
+    tokio::time::sleep(Duration::from_millis(sf.duration_ms)).await;
+    // The node the fault hit (a leader found at start), or none (a partition shape).
+    let mut invoke = json!({ "fault_id": id });
+    match fault.targets.as_slice() {
+        [] => invoke["target"] = serde_json::Value::Null,
+        t => merge(&mut invoke, scheduled_targets(t)),
+    }
+    let _ = recorder.record(&nemesis_event(OpType::Invoke, stop_f, invoke));
+    let mut value = match fault.stop(cluster).await {
+        Ok(v) => v,
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    with_id(&mut value, id);
+    let _ = recorder.record(&nemesis_event(OpType::Info, stop_f, value));
+    events.send(RunEvent::FaultEnded {
+        fault: kind.to_string(),
+    });
+    id
+}
+
 /// Heals everything: network rules flushed, nodes resumed and started, cluster ready.
+/// Whatever faults were under way, overlapping or not, end here.
 pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, events: &EventSink) {
     let _ = recorder.record(&nemesis_event(OpType::Invoke, "heal-all", json!({})));
+    let c = cluster.cluster();
     let mut notes = Vec::new();
     // The storage node first: the brokers need it to come back.
     let storage = cluster.deployment.storage_node();
@@ -113,20 +183,20 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
             .await
             .is_err()
         {
-            if let Err(e) = cluster.start_node(&n).await {
+            if let Err(e) = c.start_node(&n).await {
                 notes.push(format!("{n}: {e}"));
             }
         }
     }
-    if let Err(e) = heal_network(cluster).await {
+    if let Err(e) = heal_network(&c).await {
         notes.push(e.to_string());
     }
-    if let Err(e) = cluster.heal_links().await {
+    if let Err(e) = c.heal_links().await {
         notes.push(e.to_string());
     }
     if cluster.netem {
         for n in cluster.deployment.nodes() {
-            if let Err(e) = cluster.remove_delay(&n).await {
+            if let Err(e) = c.remove_delay(&n).await {
                 notes.push(e.to_string());
             }
         }
@@ -150,7 +220,9 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
     ));
 }
 
-/// The nemesis's view of a run: the deployment and the consumer workers.
+/// What a run hands the nemesis: the deployment (its node control and
+/// readiness), the consumer workers, the client proxy, the role probe and the
+/// sends in flight. [`RunCluster::cluster`] makes the nemesis's [`Cluster`].
 pub(super) struct RunCluster<'a> {
     pub(super) deployment: &'a dyn Deployment,
     /// What a coordinator's role probe asks about (see [`RoleNames`]).
@@ -160,9 +232,26 @@ pub(super) struct RunCluster<'a> {
     pub(super) proxy: Option<&'a Proxy>,
     /// The run may leave a netem qdisc behind (the final heal removes it).
     pub(super) netem: bool,
-    /// A plan (`--plan`): nothing is waited for (a send in flight is taken as
-    /// there at once).
-    pub(super) planning: bool,
+    /// Sends in flight, counted by the producers (a plan: always one, so
+    /// nothing is waited for).
+    pub(super) in_flight: InFlight,
+}
+
+impl RunCluster<'_> {
+    /// The nemesis's view: the deployment's node control, and this run's
+    /// capabilities.
+    pub(super) fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            nodes: self.deployment.nodes(),
+            storage: self.deployment.storage_node(),
+            control: self.deployment,
+            ready: self,
+            consumers: Some(self),
+            links: self.proxy.map(|p| p as &dyn Links),
+            roles: Some(self),
+            in_flight: self.in_flight.clone(),
+        }
+    }
 }
 
 /// The names a coordinator is found for: the consumer group and the transactional
@@ -204,95 +293,14 @@ pub(super) fn nem_err(fault: &str, target: &str, e: impl std::fmt::Display) -> N
 }
 
 #[async_trait::async_trait]
-impl Cluster for RunCluster<'_> {
-    fn nodes(&self) -> Vec<String> {
-        self.deployment.nodes()
+impl Readiness for RunCluster<'_> {
+    async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<(), ControlError> {
+        Ok(self.deployment.wait_ready(node, timeout).await?)
     }
-    fn storage_node(&self) -> Option<String> {
-        self.deployment.storage_node()
-    }
-    async fn kill_node(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .kill(node)
-            .await
-            .map_err(|e| nem_err("kill", node, e))
-    }
-    async fn start_node(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .start(node)
-            .await
-            .map_err(|e| nem_err("start", node, e))?;
-        self.deployment
-            .wait_ready(node, Duration::from_secs(90))
-            .await
-            .map_err(|e| nem_err("start", node, e))
-    }
-    async fn pause_node(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .pause(node)
-            .await
-            .map_err(|e| nem_err("pause", node, e))
-    }
-    async fn unpause_node(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .unpause(node)
-            .await
-            .map_err(|e| nem_err("resume", node, e))
-    }
-    async fn exec(&self, node: &str, script: &str) -> Result<String, NemesisError> {
-        let out = self
-            .deployment
-            .exec(
-                node,
-                &crate::broker::Command::shell(script),
-                Duration::from_secs(20),
-            )
-            .await
-            .map_err(|e| nem_err("exec", node, e))?;
-        if !out.success() {
-            return Err(nem_err(
-                "exec",
-                node,
-                format!("`{script}` exited {}: {}", out.exit_code, out.combined()),
-            ));
-        }
-        Ok(out.combined())
-    }
-    async fn drop_traffic(
-        &self,
-        node: &str,
-        ips: &[String],
-        outbound: bool,
-    ) -> Result<(), NemesisError> {
-        self.deployment
-            .drop_traffic(node, ips, outbound)
-            .await
-            .map_err(|e| nem_err("drop-traffic", node, e))
-    }
-    async fn heal_traffic(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .heal_traffic(node)
-            .await
-            .map_err(|e| nem_err("heal-traffic", node, e))
-    }
-    async fn add_delay(&self, node: &str, ms: u32) -> Result<(), NemesisError> {
-        self.deployment
-            .add_delay(node, ms)
-            .await
-            .map_err(|e| nem_err("add-delay", node, e))
-    }
-    async fn remove_delay(&self, node: &str) -> Result<(), NemesisError> {
-        self.deployment
-            .remove_delay(node)
-            .await
-            .map_err(|e| nem_err("remove-delay", node, e))
-    }
-    async fn node_ip(&self, node: &str) -> Result<String, NemesisError> {
-        self.deployment
-            .node_ip(node)
-            .await
-            .map_err(|e| nem_err("node-ip", node, e))
-    }
+}
+
+#[async_trait::async_trait]
+impl Consumers for RunCluster<'_> {
     async fn kill_consumer(
         &self,
         pick: u64,
@@ -327,25 +335,32 @@ impl Cluster for RunCluster<'_> {
             .map_err(|e| nem_err("kill-consumer", &w.process.to_string(), e))?;
         Ok(json!({"process": w.process, "pid": pid, "at": format!("{at:?}"), "stalled": stalled}))
     }
+}
+
+/// How long a link fault watches the client links to see which ones carry traffic.
+const LINK_SAMPLE: Duration = Duration::from_millis(300);
+
+#[async_trait::async_trait]
+impl Links for Proxy {
     async fn link(&self, node: &str, fault: LinkFault) -> Result<serde_json::Value, NemesisError> {
         let unsupported = || NemesisError::Unsupported {
             fault: fault.to_string(),
             why: format!("no client proxy in front of {node}"),
         };
-        let proxy = self.proxy.ok_or_else(unsupported)?;
+        let effect = fault.effect();
         // The client -> broker bytes of each link so far, and over the next
         // moment: where the clients send now.
-        let sent = || -> Vec<u64> { proxy.links.iter().map(|l| l.stats().bytes_up).collect() };
+        let sent = || -> Vec<u64> { self.links.iter().map(|l| l.stats().bytes_up).collect() };
         let before = sent();
         tokio::time::sleep(LINK_SAMPLE).await;
         let after = sent();
-        let recent: Vec<(&str, u64)> = proxy
+        let recent: Vec<(&str, u64)> = self
             .links
             .iter()
             .zip(before.iter().zip(&after))
             .map(|(l, (b, a))| (l.node(), a.saturating_sub(*b)))
             .collect();
-        let so_far: Vec<(&str, u64)> = proxy
+        let so_far: Vec<(&str, u64)> = self
             .links
             .iter()
             .zip(&after)
@@ -356,15 +371,14 @@ impl Cluster for RunCluster<'_> {
         } else {
             &so_far
         };
-        let aimed = if matches!(fault, LinkFault::AckLoss) {
+        let aimed = if effect.busiest_link {
             busiest_link(node, traffic)
         } else {
             link_target(node, traffic)
         };
-        let link = proxy.link(aimed).ok_or_else(unsupported)?;
-        let state = link_state(fault);
-        link.set(state);
-        if matches!(fault, LinkFault::Reset | LinkFault::ClientPartition) {
+        let link = self.link(aimed).ok_or_else(unsupported)?;
+        link.set(link_state(effect));
+        if effect.reset_open {
             link.reset_all();
         }
         let mut value = json!({
@@ -375,8 +389,11 @@ impl Cluster for RunCluster<'_> {
         });
         if aimed != node {
             value["scheduled"] = json!(node);
-            value["why"] = json!(if matches!(fault, LinkFault::AckLoss) {
-                format!("ack-loss takes the link clients send the most through: {aimed}'s")
+            value["why"] = json!(if effect.busiest_link {
+                format!(
+                    "{} takes the link clients send the most through: {aimed}'s",
+                    fault.name()
+                )
             } else {
                 format!(
                     "{node}'s link carries under a quarter of the busiest's client bytes now; {aimed}'s carries the most"
@@ -386,34 +403,19 @@ impl Cluster for RunCluster<'_> {
         Ok(value)
     }
     async fn heal_links(&self) -> Result<serde_json::Value, NemesisError> {
-        let Some(proxy) = self.proxy else {
-            return Ok(serde_json::Value::Null);
-        };
-        proxy.heal();
-        let stats: serde_json::Map<String, serde_json::Value> = proxy
+        self.heal();
+        let stats: serde_json::Map<String, serde_json::Value> = self
             .links
             .iter()
             .map(|l| (l.node().to_string(), json!(l.stats())))
             .collect();
         Ok(json!({"healed": "links", "stats": stats}))
     }
-    async fn wait_send_in_flight(&self, limit: Duration) -> bool {
-        if self.planning {
-            return true;
-        }
-        let until = Instant::now() + limit;
-        while Instant::now() < until {
-            if gauntlet_workloads::queue::IN_FLIGHT.load(Ordering::Relaxed) > 0 {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        false
-    }
+}
+
+#[async_trait::async_trait]
+impl Roles for RunCluster<'_> {
     async fn leader(&self, role: Role) -> Result<Option<String>, NemesisError> {
-        if role == Role::Storage {
-            return Ok(self.deployment.storage_node());
-        }
         let broker = self.deployment.broker();
         let probe = broker
             .recipe()

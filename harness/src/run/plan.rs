@@ -9,7 +9,7 @@ use super::workers::Pool;
 use super::Scenario;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
-use gauntlet_nemesis::{Fault, FaultKind};
+use gauntlet_nemesis::{Acts, Fault, InFlight};
 
 /// Plays the scenario's schedule against `deployment` at once: `title` is
 /// called before each fault's start and heal, so the commands the deployment
@@ -28,46 +28,36 @@ pub async fn plan_faults(
         pool: Pool::default(),
         proxy: None,
         netem: true,
-        planning: true,
+        in_flight: InFlight::always(),
     };
+    let c = cluster.cluster();
     if schedule.faults.is_empty() {
         title("no fault is scheduled");
     }
     for sf in &schedule.faults {
-        let Ok(kind) = sf.kind() else { continue };
+        let kind = sf.fault;
+        let spec = kind.spec();
         let when = format!(
-            "at {:.1}s, {} on {}",
+            "at {:.1}s, {kind} on {}",
             sf.at_ms as f64 / 1000.0,
-            sf.fault,
-            sf.target
+            sf.targets_line()
         );
-        if matches!(kind, FaultKind::KillConsumer(_)) {
-            title(&format!(
-                "{when}: kills a consumer process on this machine; nothing runs on the hosts"
-            ));
-            continue;
-        }
-        if matches!(kind, FaultKind::Link(_)) {
-            title(&format!(
-                "{when}: in the client proxy on this machine; nothing runs on the hosts"
-            ));
+        if !spec.plan.is_empty() {
+            title(&format!("{when}: {}", spec.plan));
             continue;
         }
         title(&format!(
             "{when}, for {:.1}s:",
             sf.duration_ms as f64 / 1000.0
         ));
-        match Fault::start(kind, &cluster, &sf.target, sf.pick).await {
+        match Fault::start(kind, &c, &sf.targets, sf.pick).await {
             Ok((fault, _)) => {
-                title(&format!(
-                    "then its heal{}:",
-                    fault
-                        .target
-                        .as_deref()
-                        .map(|t| format!(" on {t}"))
-                        .unwrap_or_default()
-                ));
-                if let Err(e) = fault.stop(&cluster).await {
+                let on = match (spec.acts, fault.targets.as_slice()) {
+                    (Acts::Network, _) | (_, []) => String::new(),
+                    (_, t) => format!(" on {}", t.join("+")),
+                };
+                title(&format!("then its heal{on}:"));
+                if let Err(e) = fault.stop(&c).await {
                     title(&format!("(its heal is decided at run time: {e})"));
                 }
             }

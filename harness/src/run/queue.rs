@@ -7,6 +7,7 @@ use super::scenario::Workload;
 use super::workers::{drain, respawn_exited, stop_all, Pool, Worker, WorkerSpec};
 use super::{until_failed, Driven, EventSink, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
+use gauntlet_nemesis::InFlight;
 use gauntlet_workloads::log::LogDriver;
 use gauntlet_workloads::Recorder;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -85,6 +86,8 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
     }
     let pool: Pool = Arc::new(tokio::sync::Mutex::new(initial));
     let next_value = Arc::new(AtomicI64::new(0));
+    // Sends in flight: counted by the producers, read by the nemesis.
+    let in_flight = InFlight::new();
     let producers = tokio::spawn(gauntlet_workloads::queue::run_producers(
         driver.clone(),
         recorder.clone(),
@@ -93,6 +96,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         scenario.seed,
         next_value,
         stop.clone(),
+        in_flight.counter(),
     ));
     let cluster = RunCluster {
         deployment,
@@ -100,7 +104,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         pool: pool.clone(),
         proxy: ctx.proxy,
         netem,
-        planning: false,
+        in_flight,
     };
     let t0 = Instant::now();
     let deadline = t0 + time;

@@ -2,6 +2,7 @@
 use crate::broker::BrokerKind;
 use crate::error::HarnessError;
 use gauntlet_checkers::Guarantee;
+use gauntlet_nemesis::FaultKind;
 use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::QueueConfig;
 use gauntlet_workloads::Delivery;
@@ -50,8 +51,10 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "is_default_log")]
     pub log: LogConfig,
     /// Faults to inject, e.g. ["kill-consumer:before-ack", "partition"]; none when empty.
+    /// Parsed when the scenario is read: an unknown name is an error naming the
+    /// entry (its line and column in the file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nemesis: Vec<String>,
+    pub nemesis: Vec<FaultKind>,
     /// Time between faults.
     #[serde(default = "default_interval")]
     pub nemesis_interval: String,
@@ -165,7 +168,10 @@ impl Scenario {
             delivery: Delivery::default(),
             queue: QueueConfig::default(),
             log: LogConfig::default(),
-            nemesis: DEFAULT_FAULTS.iter().map(|f| f.to_string()).collect(),
+            nemesis: DEFAULT_FAULTS
+                .iter()
+                .filter_map(|f| FaultKind::from_str(f).ok())
+                .collect(),
             nemesis_interval: default_interval(),
             nemesis_duration: default_fault_duration(),
             replay: None,
@@ -303,8 +309,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gauntlet_nemesis::{FaultKind, Schedule};
-    use std::str::FromStr;
+    use gauntlet_nemesis::Schedule;
 
     #[test]
     fn durations() {
@@ -348,11 +353,8 @@ mod tests {
     #[test]
     fn the_default_scenario_restarts_the_primary_between_two_consumer_kills() {
         let d = Scenario::default_scenario();
-        let kinds: Vec<FaultKind> = d
-            .nemesis
-            .iter()
-            .map(|n| FaultKind::from_str(n).expect("a fault"))
-            .collect();
+        let kinds: Vec<FaultKind> = d.nemesis.clone();
+        assert_eq!(kinds.len(), DEFAULT_FAULTS.len());
         let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|n| n.to_string()).collect();
         let gen = |time: &str| {
             Schedule::generate(
@@ -365,14 +367,17 @@ mod tests {
             )
         };
         let s = gen(&d.time);
-        let drawn: Vec<(&str, &str)> = s
+        let drawn: Vec<(String, String)> = s
             .faults
             .iter()
-            .map(|f| (f.fault.as_str(), f.target.as_str()))
+            .map(|f| (f.fault.to_string(), f.targets_line()))
             .collect();
         assert_eq!(drawn.len(), 3, "{drawn:?}");
         assert_eq!(drawn[0].0, "kill-consumer:before-ack");
-        assert_eq!(drawn[1], ("restart-broker:mid-batch", "n1"));
+        assert_eq!(
+            drawn[1],
+            ("restart-broker:mid-batch".to_string(), "n1".to_string())
+        );
         assert_eq!(drawn[2].0, "kill-consumer:before-ack");
         // A shorter run (the e2e test's 14 s) keeps the first two.
         assert_eq!(gen("14s").faults, s.faults[..2].to_vec());
@@ -400,7 +405,21 @@ mod tests {
         let s = Scenario::from_toml(include_str!("../../../ci/scenario.toml"))
             .expect("ci/scenario.toml");
         assert_eq!(s.broker, BrokerKind::RabbitMq);
-        assert_eq!(s.nemesis, vec!["kill-consumer:before-ack".to_string()]);
+        assert_eq!(
+            s.nemesis,
+            vec![FaultKind::KillConsumer(
+                gauntlet_nemesis::KillConsumerAt::BeforeAck
+            )]
+        );
+        let e = Scenario::from_toml(
+            "name = \"x\"\nbroker = \"redis\"\nnemesis = [\"pause\", \"meteor\"]\n",
+        )
+        .expect_err("an unknown fault");
+        let e = e.to_string();
+        assert!(
+            e.contains("unknown fault `meteor`") && e.contains("line 3"),
+            "the entry is named: {e}"
+        );
         assert_eq!(s.delivery.resolve().queue_type, "quorum");
         assert_eq!(s.guarantees().ok().map(|g| g.len()), Some(2));
         let again = Scenario::from_toml(&s.to_toml()).expect("round trip");

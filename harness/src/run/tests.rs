@@ -7,7 +7,7 @@ use super::nemesis::{RoleNames, RunCluster};
 use super::queue::finish;
 use super::workers::{respawn_exited, Pool, WorkerSpec};
 use super::*;
-use gauntlet_nemesis::{Cluster, KillConsumerAt, Schedule};
+use gauntlet_nemesis::{Consumers, FaultKind, InFlight, KillConsumerAt, Schedule, ScheduledFault};
 use gauntlet_workloads::queue::QueueConfig;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -22,7 +22,10 @@ fn temp(name: &str) -> PathBuf {
 fn scenario(broker: &str, nemesis: &[&str]) -> Scenario {
     let mut s = Scenario::default_scenario();
     s.broker = BrokerKind::from_str(broker).expect("a broker");
-    s.nemesis = nemesis.iter().map(|n| n.to_string()).collect();
+    s.nemesis = nemesis
+        .iter()
+        .map(|n| FaultKind::from_str(n).expect("a fault"))
+        .collect();
     s
 }
 
@@ -91,9 +94,37 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
     ] {
         assert_eq!(refusal(&scenario("redis", &[fault]), &able), "", "{fault}");
     }
-    // An unknown fault names what exists.
-    let got = refusal(&scenario("redis", &["kill-everything"]), &able);
-    assert!(got.contains("unknown fault `kill-everything`"), "{got}");
+    // crash-producer is the txn workload's: refused elsewhere, with the reason.
+    let got = refusal(&scenario("redis", &["crash-producer"]), &able);
+    assert!(
+        got.contains("crash-producer on redis: only the txn workload does it")
+            && got.contains("this run's workload is queue"),
+        "{got}"
+    );
+}
+
+#[test]
+fn crash_producer_is_taken_by_the_txn_workload_and_never_scheduled() {
+    // docs/txn.md: `--workload txn --nemesis crash-producer` (alone or with
+    // other faults); the faults the nemesis plays are the others.
+    let kafka = FakeDeployment::new(BrokerKind::Kafka, 3);
+    let mut s = scenario("kafka", &["crash-producer"]);
+    s.workload = Workload::Txn;
+    assert_eq!(
+        fault_kinds(&s).ok(),
+        Some(vec![FaultKind::CrashProducer]),
+        "accepted"
+    );
+    let only = schedule_for(&s, &kafka, Duration::from_secs(20)).expect("accepted");
+    assert!(only.faults.is_empty(), "{only:?}");
+    let mut both = scenario("kafka", &["crash-producer", "kill-broker"]);
+    both.workload = Workload::Txn;
+    let with = schedule_for(&both, &kafka, Duration::from_secs(20)).expect("accepted");
+    let mut plain = scenario("kafka", &["kill-broker"]);
+    plain.workload = Workload::Txn;
+    let without = schedule_for(&plain, &kafka, Duration::from_secs(20)).expect("accepted");
+    assert_eq!(with.faults, without.faults);
+    assert!(!with.faults.is_empty());
 }
 
 #[test]
@@ -128,9 +159,21 @@ fn a_schedule_follows_the_seed_and_a_replay_follows_its_file() {
     let e = schedule_for(&replay, &d, Duration::from_secs(5)).expect_err("missing");
     assert!(e.to_string().contains("missing.toml"), "{e}");
     std::fs::write(&file, "[[faults]]\nat = \"soon\"\n").expect("write");
-    replay.replay = Some(file);
+    replay.replay = Some(file.clone());
     let e = schedule_for(&replay, &d, Duration::from_secs(5)).expect_err("bad file");
     assert!(e.to_string().contains("schedule.toml"), "{e}");
+    // A fault name it cannot read refuses the file (it used to be dropped).
+    let unreadable = a
+        .to_toml()
+        .replacen("fault = \"kill-broker\"", "fault = \"kill-brokers\"", 1);
+    assert_ne!(unreadable, a.to_toml());
+    std::fs::write(&file, unreadable).expect("write");
+    let e = fault_kinds(&replay).expect_err("refused, not thinned");
+    assert!(
+        e.to_string().contains("schedule.toml")
+            && e.to_string().contains("unknown fault `kill-brokers`"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -178,7 +221,7 @@ fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> RunCluster<'a>
         pool,
         proxy: None,
         netem,
-        planning: false,
+        in_flight: InFlight::new(),
     }
 }
 
@@ -447,11 +490,7 @@ fn the_schedule_of_a_scenario_is_the_same_through_schedule_for_and_generate() {
     let d = FakeDeployment::new(BrokerKind::Redis, 3);
     let s = Scenario::default_scenario();
     let via = schedule_for(&s, &d, Duration::from_secs(20)).expect("schedule");
-    let kinds: Vec<_> = s
-        .nemesis
-        .iter()
-        .map(|n| gauntlet_nemesis::FaultKind::from_str(n).expect("fault"))
-        .collect();
+    let kinds = s.nemesis.clone();
     let direct = Schedule::generate(
         s.seed,
         &kinds,
@@ -461,4 +500,123 @@ fn the_schedule_of_a_scenario_is_the_same_through_schedule_for_and_generate() {
         parse_duration(&s.nemesis_duration).expect("duration"),
     );
     assert_eq!(via.faults, direct.faults);
+}
+
+#[tokio::test]
+async fn overlapping_faults_play_side_by_side_and_each_heals_its_own() {
+    // pause n1 from 0 to 400 ms; kill-broker on n2 and n3 from 100 to 150 ms,
+    // inside it; then kill-consumer (an instant) at 450 ms, after both.
+    let dir = temp("overlap");
+    let history = dir.join("history.jsonl");
+    let recorder = Recorder::create(&history).expect("recorder");
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let at = |at_ms, duration_ms, fault: &str, targets: &[&str], pick| ScheduledFault {
+        at_ms,
+        duration_ms,
+        fault: FaultKind::from_str(fault).expect("fault"),
+        targets: targets.iter().map(|t| t.to_string()).collect(),
+        pick,
+    };
+    let schedule = Schedule {
+        seed: 1,
+        faults: vec![
+            at(0, 400, "pause", &["n1"], 0),
+            at(100, 50, "kill-broker", &["n2", "n3"], 0),
+            at(450, 0, "kill-consumer", &["n1"], 0),
+        ],
+    };
+    let c = cluster(&d, Pool::default(), false);
+    let progress = EventSink::discard();
+    let t0 = std::time::Instant::now();
+    super::nemesis::run_schedule(&schedule, &c, &recorder, t0, &progress).await;
+    let took = t0.elapsed();
+    let calls = d.calls();
+    assert_eq!(
+        calls,
+        [
+            "pause n1",
+            "kill n2",
+            "kill n3",
+            "start n2",
+            "start n3",
+            "unpause n1"
+        ],
+        "the kill healed inside the pause, each its own nodes (took {took:?})"
+    );
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let evs = events(&history);
+    let fs: Vec<(String, String, u64)> = evs
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["f"].as_str().unwrap_or("").to_string(),
+                e["value"]["fault_id"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect();
+    let ev = |t: &str, f: &str, id: u64| (t.to_string(), f.to_string(), id);
+    assert_eq!(
+        fs,
+        [
+            ev("invoke", "pause", 0),
+            ev("info", "pause", 0),
+            ev("invoke", "kill", 1),
+            ev("info", "kill", 1),
+            ev("invoke", "start", 1),
+            ev("info", "start", 1),
+            ev("invoke", "resume", 0),
+            ev("info", "resume", 0),
+            ev("invoke", "kill-consumer", 2),
+            ev("info", "kill-consumer", 2),
+        ],
+        "{evs:?}"
+    );
+    // The start events name their nodes: `node` for one, `nodes` for several.
+    assert_eq!(evs[0]["value"]["node"], serde_json::json!("n1"));
+    assert_eq!(evs[1]["value"]["node"], serde_json::json!("n1"));
+    assert_eq!(evs[2]["value"]["nodes"], serde_json::json!(["n2", "n3"]));
+    assert_eq!(evs[2]["value"]["targets"], serde_json::json!(["n2", "n3"]));
+    assert_eq!(evs[3]["value"]["nodes"], serde_json::json!(["n2", "n3"]));
+    assert_eq!(evs[5]["value"]["nodes"], serde_json::json!(["n2", "n3"]));
+    // Only the instant is marked so (no consumer runs here: it failed, and says so).
+    assert_eq!(evs[8]["value"]["instant"], serde_json::json!(true));
+    assert_eq!(evs[9]["value"]["instant"], serde_json::json!(true));
+    assert_eq!(evs[9]["value"]["end"], serde_json::json!(true));
+    assert!(evs[..8].iter().all(|e| e["value"].get("instant").is_none()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_backend_error_crosses_node_control_and_comes_back_whole() {
+    let e = HarnessError::ExecTimeout {
+        node: "n2".into(),
+        cmd: "hostname -i".into(),
+        waited: Duration::from_secs(3),
+    };
+    let text = e.to_string();
+    let through = gauntlet_nemesis::ControlError::from(e);
+    assert_eq!(
+        through.to_string(),
+        text,
+        "the nemesis sees the backend's words"
+    );
+    let back = HarnessError::from(through);
+    assert!(
+        matches!(back, HarnessError::ExecTimeout { ref node, .. } if node == "n2"),
+        "{back:?}"
+    );
+    // A failed command of the default iptables/tc bodies comes back as the harness's.
+    let failed = HarnessError::from(gauntlet_nemesis::ControlError::CommandFailed {
+        node: "n1".into(),
+        cmd: "iptables -F INPUT".into(),
+        code: 4,
+        output: "denied".into(),
+    });
+    assert!(
+        matches!(failed, HarnessError::CommandFailed { code: 4, .. }),
+        "{failed:?}"
+    );
 }

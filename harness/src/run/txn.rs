@@ -2,8 +2,9 @@
 //! (`gauntlet_workloads::txn`) against the Kafka protocol, with the run's
 //! fault schedule and the final heal before the drain.
 //!
-//! The pseudo-fault `crash-producer` in `nemesis` makes a transformer destroy
-//! its client in the middle of 20% of its transactions (a producer crash
+//! The fault `crash-producer` in `nemesis` (its entry in the nemesis's table:
+//! done by the workload, never scheduled) makes a transformer destroy its
+//! client in the middle of 20% of its transactions (a producer crash
 //! mid-transaction: the transaction ends `info`, and the transformer comes
 //! back with the same transactional id); the other faults are the schedule's.
 use super::faults::prepare_schedule;
@@ -12,13 +13,11 @@ use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
 use super::workers::Pool;
 use super::{Driven, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
+use gauntlet_nemesis::{FaultKind, InFlight};
 use gauntlet_workloads::txn::TxnConfig;
 use gauntlet_workloads::Recorder;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The pseudo-fault handled by the workload itself.
-pub const CRASH_PRODUCER: &str = "crash-producer";
 
 /// The txn workload phase of a run, up to its drain.
 pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
@@ -39,10 +38,9 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         )));
     }
     let addrs = ctx.client_addrs();
-    let crash = scenario.nemesis.iter().any(|n| n == CRASH_PRODUCER);
-    let mut faults_only = scenario.clone();
-    faults_only.nemesis.retain(|n| n != CRASH_PRODUCER);
-    let (schedule, netem) = prepare_schedule(ctx, &faults_only).await?;
+    let crash = scenario.nemesis.contains(&FaultKind::CrashProducer);
+    // The schedule never draws it (its table entry: the workload does it).
+    let (schedule, netem) = prepare_schedule(ctx, scenario).await?;
     let recorder = Arc::new(
         Recorder::create(&dir.join(gauntlet_report::folder::HISTORY))
             .map_err(io("creating", dir))?,
@@ -53,7 +51,7 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         pool: Pool::default(),
         proxy: ctx.proxy,
         netem,
-        planning: false,
+        in_flight: InFlight::new(),
     };
     let cfg = TxnConfig {
         transformers: scenario.queue.producers.max(1) as u32,

@@ -7,7 +7,7 @@
 //! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
 use crate::backend::Backend;
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
-use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
+use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::docker::ClusterSpec;
 use crate::error::{HarnessError, Result};
 use crate::RunId;
@@ -325,27 +325,30 @@ const STEP: Duration = Duration::from_secs(20);
 
 #[async_trait::async_trait]
 impl NodeControl for SshDeployment {
-    async fn kill(&self, node: &str) -> Result<()> {
+    async fn kill(&self, node: &str) -> CtlResult<()> {
         self.run_checked(node, &commands::kill(&self.ops_of(node)?.pid), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn stop(&self, node: &str, grace: Duration) -> Result<()> {
+    async fn stop(&self, node: &str, grace: Duration) -> CtlResult<()> {
         let script = commands::stop(&self.ops_of(node)?.pid, grace.as_secs());
         self.run_checked(node, &script, grace + STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn start(&self, node: &str) -> Result<()> {
+    async fn start(&self, node: &str) -> CtlResult<()> {
         self.run_checked(node, &self.ops_of(node)?.start.clone(), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn restart(&self, node: &str, grace: Duration) -> Result<()> {
+    async fn restart(&self, node: &str, grace: Duration) -> CtlResult<()> {
         self.stop(node, grace).await?;
         self.start(node).await
     }
-    async fn pause(&self, node: &str) -> Result<()> {
+    async fn pause(&self, node: &str) -> CtlResult<()> {
         self.run_checked(
             node,
             &commands::signal(&self.ops_of(node)?.pid, "STOP"),
@@ -353,8 +356,9 @@ impl NodeControl for SshDeployment {
         )
         .await
         .map(|_| ())
+        .map_err(Into::into)
     }
-    async fn unpause(&self, node: &str) -> Result<()> {
+    async fn unpause(&self, node: &str) -> CtlResult<()> {
         self.run_checked(
             node,
             &commands::signal(&self.ops_of(node)?.pid, "CONT"),
@@ -362,39 +366,52 @@ impl NodeControl for SshDeployment {
         )
         .await
         .map(|_| ())
+        .map_err(Into::into)
     }
-    async fn exec(&self, node: &str, command: &Command, timeout: Duration) -> Result<ExecOutput> {
+    async fn exec(
+        &self,
+        node: &str,
+        command: &Command,
+        timeout: Duration,
+    ) -> CtlResult<ExecOutput> {
         let host = self.host(node)?;
         let line: Vec<String> = command.argv.iter().map(|a| commands::quote(a)).collect();
         let script = match &command.user {
             Some(u) => format!("sudo -n -u {} {}", commands::quote(u), line.join(" ")),
             None => commands::privileged(host, &line.join(" ")),
         };
-        self.remote.run(host, &script, timeout).await
+        self.remote
+            .run(host, &script, timeout)
+            .await
+            .map_err(Into::into)
     }
-    async fn drop_traffic(&self, node: &str, ips: &[String], outbound: bool) -> Result<()> {
+    async fn drop_traffic(&self, node: &str, ips: &[String], outbound: bool) -> CtlResult<()> {
         self.run_checked(node, &commands::drop_traffic(ips, outbound), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn heal_traffic(&self, node: &str) -> Result<()> {
+    async fn heal_traffic(&self, node: &str) -> CtlResult<()> {
         self.run_checked(node, &commands::heal_traffic(), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn add_delay(&self, node: &str, ms: u32) -> Result<()> {
+    async fn add_delay(&self, node: &str, ms: u32) -> CtlResult<()> {
         let i = self.host(node)?.interface.clone();
         self.run_checked(node, &commands::add_delay(&i, ms), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn remove_delay(&self, node: &str) -> Result<()> {
+    async fn remove_delay(&self, node: &str) -> CtlResult<()> {
         let i = self.host(node)?.interface.clone();
         self.run_checked(node, &commands::remove_delay(&i), STEP)
             .await
             .map(|_| ())
+            .map_err(Into::into)
     }
-    async fn node_ip(&self, node: &str) -> Result<String> {
+    async fn node_ip(&self, node: &str) -> CtlResult<String> {
         let host = self.host(node)?;
         if host.address.parse::<std::net::Ipv4Addr>().is_ok() {
             return Ok(host.address.clone());
@@ -405,9 +422,12 @@ impl NodeControl for SshDeployment {
             .ok()
             .and_then(|mut a| a.find(|a| a.is_ipv4()))
             .map(|a| a.ip().to_string())
-            .ok_or_else(|| HarnessError::Ssh {
-                host: host.address.clone(),
-                what: "no IPv4 address for this name".into(),
+            .ok_or_else(|| {
+                HarnessError::Ssh {
+                    host: host.address.clone(),
+                    what: "no IPv4 address for this name".into(),
+                }
+                .into()
             })
     }
 }
@@ -891,7 +911,9 @@ mod tests {
         let mut s = crate::run::Scenario::default_scenario();
         s.broker = BrokerKind::Redis;
         s.nodes = Some(2);
-        s.nemesis = vec!["partition".into(), "pause".into(), "kill-consumer".into()];
+        s.nemesis = ["partition", "pause", "kill-consumer"]
+            .map(|f| f.parse().expect("a fault"))
+            .to_vec();
         s.nemesis_interval = "5s".into();
         s.time = "30s".into();
         let text = plan(&inventory(true), &s, "/tmp/g").await.expect("plan");

@@ -42,36 +42,6 @@ pub enum LinkFault {
 }
 
 impl LinkFault {
-    pub(super) fn parse(s: &str) -> Option<LinkFault> {
-        let (name, arg) = match s.split_once(':') {
-            Some((n, a)) => (n, Some(a)),
-            None => (s, None),
-        };
-        let num = |default: u32| -> Option<u32> {
-            match arg {
-                None => Some(default),
-                Some(a) => a.trim_end_matches("ms").parse().ok(),
-            }
-        };
-        let plain = |f: LinkFault| arg.is_none().then_some(f);
-        match name {
-            "ack-loss" => plain(LinkFault::AckLoss),
-            "partition-one-way" => plain(LinkFault::OneWay),
-            "client-partition" => plain(LinkFault::ClientPartition),
-            "latency" => num(200).map(|ms| LinkFault::Latency { ms }),
-            "jitter" => num(100).map(|ms| LinkFault::Jitter { ms }),
-            "loss" => num(5)
-                .filter(|p| *p <= 100)
-                .map(|percent| LinkFault::Loss { percent }),
-            "bandwidth" => num(16)
-                .filter(|k| *k > 0)
-                .map(|kib_per_sec| LinkFault::Bandwidth { kib_per_sec }),
-            "reset" => plain(LinkFault::Reset),
-            "blackhole" => plain(LinkFault::Blackhole),
-            _ => None,
-        }
-    }
-
     /// The name recorded in the history when the fault starts (its end is `<name>-end`).
     pub fn name(self) -> &'static str {
         match self {
@@ -86,31 +56,111 @@ impl LinkFault {
             LinkFault::Blackhole => "blackhole",
         }
     }
-}
 
-impl fmt::Display for LinkFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    /// Its argument, as `--nemesis` writes it after the name (`latency:250`).
+    pub(super) fn arg(self) -> Option<String> {
         match self {
-            LinkFault::Latency { ms } | LinkFault::Jitter { ms } => {
-                write!(f, "{}:{ms}", self.name())
-            }
-            LinkFault::Loss { percent } => write!(f, "loss:{percent}"),
-            LinkFault::Bandwidth { kib_per_sec } => write!(f, "bandwidth:{kib_per_sec}"),
-            _ => f.write_str(self.name()),
+            LinkFault::Latency { ms } | LinkFault::Jitter { ms } => Some(ms.to_string()),
+            LinkFault::Loss { percent } => Some(percent.to_string()),
+            LinkFault::Bandwidth { kib_per_sec } => Some(kib_per_sec.to_string()),
+            _ => None,
+        }
+    }
+
+    /// What the proxy does to the link while the fault lasts.
+    pub fn effect(self) -> LinkEffect {
+        let both = |t: LinkToxic| LinkEffect {
+            up: t,
+            down: t,
+            ..LinkEffect::default()
+        };
+        match self {
+            LinkFault::AckLoss => LinkEffect {
+                down: LinkToxic::Drop,
+                busiest_link: true,
+                ..LinkEffect::default()
+            },
+            LinkFault::OneWay => LinkEffect {
+                up: LinkToxic::Drop,
+                ..LinkEffect::default()
+            },
+            LinkFault::ClientPartition => LinkEffect {
+                refuse: true,
+                reset_open: true,
+                ..LinkEffect::default()
+            },
+            LinkFault::Latency { ms } => both(LinkToxic::Delay {
+                latency_ms: ms,
+                jitter_ms: 0,
+            }),
+            LinkFault::Jitter { ms } => both(LinkToxic::Delay {
+                latency_ms: 0,
+                jitter_ms: ms,
+            }),
+            LinkFault::Loss { percent } => LinkEffect {
+                loss_percent: percent,
+                ..LinkEffect::default()
+            },
+            LinkFault::Bandwidth { kib_per_sec } => both(LinkToxic::Bandwidth {
+                bytes_per_sec: u64::from(kib_per_sec) * 1024,
+            }),
+            LinkFault::Reset => LinkEffect {
+                reset_open: true,
+                ..LinkEffect::default()
+            },
+            LinkFault::Blackhole => both(LinkToxic::Drop),
         }
     }
 }
 
-pub(super) fn history_names(l: LinkFault) -> (&'static str, &'static str) {
-    match l {
-        LinkFault::AckLoss => ("ack-loss", "ack-loss-end"),
-        LinkFault::OneWay => ("partition-one-way", "partition-one-way-end"),
-        LinkFault::ClientPartition => ("client-partition", "client-partition-end"),
-        LinkFault::Latency { .. } => ("latency", "latency-end"),
-        LinkFault::Jitter { .. } => ("jitter", "jitter-end"),
-        LinkFault::Loss { .. } => ("loss", "loss-end"),
-        LinkFault::Bandwidth { .. } => ("bandwidth", "bandwidth-end"),
-        LinkFault::Reset => ("reset", "reset-end"),
-        LinkFault::Blackhole => ("blackhole", "blackhole-end"),
+impl fmt::Display for LinkFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        match self.arg() {
+            Some(a) => write!(f, ":{a}"),
+            None => Ok(()),
+        }
     }
+}
+
+/// What the proxy does to one direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkToxic {
+    /// Copy the bytes as they come.
+    #[default]
+    Pass,
+    /// Hold each chunk `latency_ms + uniform(0..=jitter_ms)`.
+    Delay {
+        /// Added to every chunk.
+        latency_ms: u32,
+        /// The most added on top, drawn per chunk (seeded).
+        jitter_ms: u32,
+    },
+    /// Discard the bytes.
+    Drop,
+    /// At most this many bytes per second.
+    Bandwidth {
+        /// Bytes per second.
+        bytes_per_sec: u64,
+    },
+}
+
+/// What a link fault does to the link it hits: the proxy's state while it
+/// lasts, and how its link is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkEffect {
+    /// Client -> broker.
+    pub up: LinkToxic,
+    /// Broker -> client.
+    pub down: LinkToxic,
+    /// Percent chance that a chunk is lost (and its connection reset).
+    pub loss_percent: u32,
+    /// New connections are reset at once.
+    pub refuse: bool,
+    /// The open connections are reset when the fault starts.
+    pub reset_open: bool,
+    /// Always the link clients send the most through (`ack-loss`: its point is
+    /// the replies to records), not the scheduled node's when that carries a
+    /// fair share.
+    pub busiest_link: bool,
 }

@@ -1,12 +1,16 @@
-//! The faults. Each is `start` (inject) and `stop` (heal); a fault that heals by
-//! itself (killing a consumer, which the harness restarts) has a no-op stop.
+//! The faults: one table of their specifications ([`FAULTS`], one
+//! [`FaultSpec`] per name), the typed fault ([`FaultKind`]) and what it does
+//! ([`Fault::start`], [`Fault::stop`]).
 //!
-//! One module per family owns its faults' parameters and helpers: [`consumer`],
-//! [`node`] (and roles), [`partition`], [`link`] (the client proxy). Here:
-//! [`FaultKind`] with its names (parsing and display), what each fault needs
-//! from a deployment ([`FaultKind::needs`]), its history names, and
-//! [`Fault::start`]/[`Fault::stop`].
+//! Everything about a fault that is not its body is here, once: its name and
+//! syntax, how its argument parses and displays, what it needs from a
+//! deployment, its history names, whether it is an instant or an interval,
+//! how it is healed, where it acts (what `--plan` says of it). Its body is in
+//! the family module beside this one: [`consumer`], [`node`] (and roles),
+//! [`partition`], [`link`] (the client proxy). The harness has no list of
+//! faults of its own: it asks the table.
 use crate::{Cluster, NemesisError};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 use std::fmt;
 use std::str::FromStr;
@@ -18,31 +22,12 @@ pub mod node;
 pub mod partition;
 
 pub use consumer::KillConsumerAt;
-pub use link::LinkFault;
-use node::on_role;
-
-/// Every fault's syntax, as `--nemesis` takes it (the error of an unknown name lists them).
-pub const SYNTAX: [&str; 15] = [
-    "kill-consumer[:before-ack|:after-ack]",
-    "kill-broker[:ROLE]",
-    "restart-broker[:mid-batch|:ROLE]",
-    "pause[:ROLE]",
-    "partition[:halves|:ring|:bridge|:ROLE]",
-    "ack-loss",
-    "partition-one-way",
-    "client-partition",
-    "latency[:MS]",
-    "jitter[:MS]",
-    "loss[:PCT]",
-    "bandwidth[:KIB]",
-    "reset",
-    "blackhole",
-    "netem[:MS]",
-];
+pub use link::{LinkEffect, LinkFault, LinkToxic};
 pub use node::{find_role, NodeFault, Role};
 pub use partition::{apply_grudge, complete_grudge, grudge, heal_network, Grudge, Shape};
 
-/// A fault, as named on the command line (`--nemesis kill-consumer:before-ack,partition`).
+/// A fault, as named on the command line (`--nemesis kill-consumer:before-ack,partition`),
+/// in a scenario's `nemesis` list and in a schedule's `fault` (serialized as that name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
     /// SIGKILL one consumer worker, at the moment of its batch the argument says; the
@@ -59,7 +44,6 @@ pub enum FaultKind {
     Pause,
     /// Isolate one node from the others (iptables inside the nodes), heal when it ends.
     Partition,
-    // --- Network faults between the clients and one node (the harness's TCP proxy).
     /// A fault on the client link of the target node (see [`LinkFault`]).
     Link(LinkFault),
     /// `tc qdisc add dev eth0 root netem delay MS` inside the target node, only where
@@ -68,12 +52,14 @@ pub enum FaultKind {
         /// Milliseconds added to every packet the node sends (100 by default).
         delay_ms: u32,
     },
-    // --- Partition shapes and role targeting ---
     /// Cut the network in a shape (`partition:halves|ring|bridge`), from a grudge; >= 3 nodes.
     PartitionShape(Shape),
     /// A node fault aimed at the node the broker names for a role, asked when the
     /// fault fires (`kill-broker:leader`, `restart-broker:group-coordinator`, ...).
     OnRole(NodeFault, Role),
+    /// A transformer of the txn workload destroys its client in the middle of
+    /// 20% of its transactions; the workload does it, never the schedule.
+    CrashProducer,
 }
 
 /// What a fault needs from a deployment. A run refuses a fault whose needs the
@@ -92,104 +78,463 @@ pub struct Needs {
     /// The node the fault is aimed at, by role (the storage node, or a node the
     /// broker names).
     pub role: Option<Role>,
+    /// The harness's TCP proxy between the clients and the nodes.
+    pub proxy: bool,
+    /// Only this workload can do it (`crash-producer`: `txn`).
+    pub workload: Option<&'static str>,
+}
+
+const NOTHING: Needs = Needs {
+    nodes: 0,
+    process_faults: false,
+    pause: false,
+    net_admin: None,
+    role: None,
+    proxy: false,
+    workload: None,
+};
+
+/// When a fault ends, which decides its schedule duration and how the history
+/// and the report show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    /// It heals by itself (the harness restarts what it killed): an instant, no
+    /// end events; scheduled with duration 0.
+    Itself,
+    /// Healed right after its start (scheduled with duration 0): an interval
+    /// from the start until the heal is done (a node restarted and ready).
+    AtOnce,
+    /// Healed after the schedule's fault duration: an interval.
+    AfterDuration,
+}
+
+/// How a fault is healed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heal {
+    /// Nothing to heal.
+    Nothing,
+    /// Start each target node and wait until it is ready.
+    StartNodes,
+    /// Resume each target node.
+    UnpauseNodes,
+    /// Remove every DROP rule on every node.
+    FlushNetwork,
+    /// Every client link back to pass.
+    PassLinks,
+    /// Remove the netem delay of each target node.
+    RemoveDelay,
+}
+
+/// Where a fault acts: what `--plan` says of it and which target fields its
+/// events carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acts {
+    /// On the nodes the schedule names (or the node a role names): commands on
+    /// the nodes. Its events name them (`node`, or `nodes` for several).
+    Nodes,
+    /// On the network of every node, in a shape drawn from `pick`: no one node.
+    Network,
+    /// On a consumer process of the machine running Gauntlet (chosen by `pick`).
+    Consumer,
+    /// In the client proxy on the machine running Gauntlet, on a node's link.
+    ClientProxy,
+    /// In the workload itself: never scheduled.
+    Workload,
+}
+
+/// One fault's specification: everything about it but its body.
+#[derive(Debug)]
+pub struct FaultSpec {
+    /// The name before any `:` (`kill-consumer`).
+    pub name: &'static str,
+    /// Its syntax as `--nemesis` takes it; empty when another entry of the same
+    /// name lists it.
+    pub syntax: &'static str,
+    /// Whole names that mean this fault without its argument (`kill`).
+    pub aliases: &'static [&'static str],
+    /// The fault its argument (after the first `:`) makes, `None` when the
+    /// argument is not one of this entry's.
+    pub parse: fn(Option<&str>) -> Option<FaultKind>,
+    /// What it needs from a deployment (a role target adds the role).
+    pub needs: Needs,
+    /// The `f` of its start and end events in the history.
+    pub history: (&'static str, &'static str),
+    /// When it ends.
+    pub ends: Ends,
+    /// How it is healed.
+    pub heal: Heal,
+    /// Where it acts.
+    pub acts: Acts,
+    /// What `--plan` prints for it when it runs nothing on the nodes (after
+    /// `at T, FAULT on NODE: `).
+    pub plan: &'static str,
+}
+
+impl FaultSpec {
+    /// An instant: it ends by itself, so the history has no end events for it
+    /// and its start events carry `"instant": true`.
+    pub fn instant(&self) -> bool {
+        self.ends == Ends::Itself
+    }
+}
+
+fn role(arg: &str) -> Option<Role> {
+    Role::ALL.into_iter().find(|r| r.name() == arg)
+}
+
+/// A number argument (`latency:250`, `latency:250ms`), `default` when absent.
+fn num(arg: Option<&str>, default: u32) -> Option<u32> {
+    match arg {
+        None => Some(default),
+        Some(a) => a.trim_end_matches("ms").parse().ok(),
+    }
+}
+
+static KILL_CONSUMER: FaultSpec = FaultSpec {
+    name: "kill-consumer",
+    syntax: "kill-consumer[:before-ack|:after-ack]",
+    aliases: &[],
+    parse: |a| {
+        Some(FaultKind::KillConsumer(match a {
+            None => KillConsumerAt::Any,
+            Some("before-ack") => KillConsumerAt::BeforeAck,
+            Some("after-ack" | "after-commit") => KillConsumerAt::AfterAck,
+            Some(_) => return None,
+        }))
+    },
+    needs: NOTHING,
+    history: ("kill-consumer", "restart-consumer"),
+    ends: Ends::Itself,
+    heal: Heal::Nothing,
+    acts: Acts::Consumer,
+    plan: "kills a consumer process on this machine; nothing runs on the hosts",
+};
+
+const PROCESS: Needs = Needs {
+    process_faults: true,
+    ..NOTHING
+};
+
+static KILL_BROKER: FaultSpec = FaultSpec {
+    name: "kill-broker",
+    syntax: "kill-broker[:ROLE]",
+    aliases: &["kill"],
+    parse: |a| match a {
+        None => Some(FaultKind::KillBroker),
+        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Kill, r)),
+    },
+    needs: PROCESS,
+    history: ("kill", "start"),
+    ends: Ends::AfterDuration,
+    heal: Heal::StartNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static RESTART_BROKER: FaultSpec = FaultSpec {
+    name: "restart-broker",
+    syntax: "restart-broker[:mid-batch|:ROLE]",
+    aliases: &[],
+    parse: |a| match a {
+        None => Some(FaultKind::RestartBroker { mid_batch: false }),
+        Some("mid-batch") => Some(FaultKind::RestartBroker { mid_batch: true }),
+        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Restart, r)),
+    },
+    needs: PROCESS,
+    history: ("restart", "restarted"),
+    ends: Ends::AtOnce,
+    heal: Heal::StartNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static PAUSE: FaultSpec = FaultSpec {
+    name: "pause",
+    syntax: "pause[:ROLE]",
+    aliases: &[],
+    parse: |a| match a {
+        None => Some(FaultKind::Pause),
+        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Pause, r)),
+    },
+    needs: Needs {
+        pause: true,
+        ..PROCESS
+    },
+    history: ("pause", "resume"),
+    ends: Ends::AfterDuration,
+    heal: Heal::UnpauseNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static PARTITION: FaultSpec = FaultSpec {
+    name: "partition",
+    syntax: "partition[:halves|:ring|:bridge|:ROLE]",
+    aliases: &[],
+    parse: |a| match a {
+        None | Some("isolate") => Some(FaultKind::Partition),
+        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Isolate, r)),
+    },
+    needs: Needs {
+        nodes: 2,
+        net_admin: Some("iptables"),
+        ..NOTHING
+    },
+    history: ("partition", "heal"),
+    ends: Ends::AfterDuration,
+    heal: Heal::FlushNetwork,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static PARTITION_SHAPE: FaultSpec = FaultSpec {
+    name: "partition",
+    syntax: "",
+    aliases: &[],
+    parse: |a| {
+        Some(FaultKind::PartitionShape(match a? {
+            "halves" | "majority" => Shape::Halves,
+            "ring" | "majorities-ring" => Shape::Ring,
+            "bridge" => Shape::Bridge,
+            _ => return None,
+        }))
+    },
+    needs: Needs {
+        nodes: 3,
+        net_admin: Some("iptables"),
+        ..NOTHING
+    },
+    history: ("partition", "heal"),
+    ends: Ends::AfterDuration,
+    heal: Heal::FlushNetwork,
+    acts: Acts::Network,
+    plan: "",
+};
+
+/// A client-proxy fault: its name is its history name (`<name>-end` at its end).
+macro_rules! link_spec {
+    ($id:ident, $name:literal, $syntax:literal, $parse:expr) => {
+        static $id: FaultSpec = FaultSpec {
+            name: $name,
+            syntax: $syntax,
+            aliases: &[],
+            parse: $parse,
+            needs: Needs {
+                proxy: true,
+                ..NOTHING
+            },
+            history: ($name, concat!($name, "-end")),
+            ends: Ends::AfterDuration,
+            heal: Heal::PassLinks,
+            acts: Acts::ClientProxy,
+            plan: "in the client proxy on this machine; nothing runs on the hosts",
+        };
+    };
+}
+
+fn plain(a: Option<&str>, l: LinkFault) -> Option<FaultKind> {
+    a.is_none().then_some(FaultKind::Link(l))
+}
+
+link_spec!(ACK_LOSS, "ack-loss", "ack-loss", |a| plain(
+    a,
+    LinkFault::AckLoss
+));
+link_spec!(
+    ONE_WAY,
+    "partition-one-way",
+    "partition-one-way",
+    |a| plain(a, LinkFault::OneWay)
+);
+link_spec!(
+    CLIENT_PARTITION,
+    "client-partition",
+    "client-partition",
+    |a| plain(a, LinkFault::ClientPartition)
+);
+link_spec!(LATENCY, "latency", "latency[:MS]", |a| num(a, 200)
+    .map(|ms| FaultKind::Link(LinkFault::Latency { ms })));
+link_spec!(JITTER, "jitter", "jitter[:MS]", |a| num(a, 100)
+    .map(|ms| FaultKind::Link(LinkFault::Jitter { ms })));
+link_spec!(LOSS, "loss", "loss[:PCT]", |a| num(a, 5)
+    .filter(|p| *p <= 100)
+    .map(|percent| FaultKind::Link(LinkFault::Loss { percent })));
+link_spec!(BANDWIDTH, "bandwidth", "bandwidth[:KIB]", |a| num(a, 16)
+    .filter(|k| *k > 0)
+    .map(|kib_per_sec| FaultKind::Link(LinkFault::Bandwidth {
+        kib_per_sec
+    })));
+link_spec!(RESET, "reset", "reset", |a| plain(a, LinkFault::Reset));
+link_spec!(BLACKHOLE, "blackhole", "blackhole", |a| plain(
+    a,
+    LinkFault::Blackhole
+));
+
+static NETEM: FaultSpec = FaultSpec {
+    name: "netem",
+    syntax: "netem[:MS]",
+    aliases: &[],
+    parse: |a| num(a, 100).map(|delay_ms| FaultKind::Netem { delay_ms }),
+    needs: Needs {
+        net_admin: Some("tc"),
+        ..NOTHING
+    },
+    history: ("netem", "netem-end"),
+    ends: Ends::AfterDuration,
+    heal: Heal::RemoveDelay,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static CRASH_PRODUCER: FaultSpec = FaultSpec {
+    name: "crash-producer",
+    syntax: "crash-producer",
+    aliases: &[],
+    parse: |a| a.is_none().then_some(FaultKind::CrashProducer),
+    needs: Needs {
+        workload: Some("txn"),
+        ..NOTHING
+    },
+    history: ("crash-producer", "crash-producer-end"),
+    ends: Ends::Itself,
+    heal: Heal::Nothing,
+    acts: Acts::Workload,
+    plan: "done by the txn workload's transformers (20% of their transactions); never scheduled",
+};
+
+/// The table: every fault's specification, in the order the unknown-fault
+/// error lists their syntax. Parsing tries the entries in this order.
+pub static FAULTS: [&FaultSpec; 17] = [
+    &KILL_CONSUMER,
+    &KILL_BROKER,
+    &RESTART_BROKER,
+    &PAUSE,
+    &PARTITION,
+    &PARTITION_SHAPE,
+    &ACK_LOSS,
+    &ONE_WAY,
+    &CLIENT_PARTITION,
+    &LATENCY,
+    &JITTER,
+    &LOSS,
+    &BANDWIDTH,
+    &RESET,
+    &BLACKHOLE,
+    &NETEM,
+    &CRASH_PRODUCER,
+];
+
+/// Every fault's syntax, as `--nemesis` takes it (the error of an unknown name lists them).
+pub fn syntax() -> Vec<&'static str> {
+    FAULTS
+        .iter()
+        .map(|s| s.syntax)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 impl FaultKind {
+    /// This fault's entry in the table (a fault aimed at a role: its node fault's).
+    pub fn spec(self) -> &'static FaultSpec {
+        match self {
+            FaultKind::KillConsumer(_) => &KILL_CONSUMER,
+            FaultKind::KillBroker => &KILL_BROKER,
+            FaultKind::RestartBroker { .. } => &RESTART_BROKER,
+            FaultKind::Pause => &PAUSE,
+            FaultKind::Partition => &PARTITION,
+            FaultKind::PartitionShape(_) => &PARTITION_SHAPE,
+            FaultKind::Link(l) => match l {
+                LinkFault::AckLoss => &ACK_LOSS,
+                LinkFault::OneWay => &ONE_WAY,
+                LinkFault::ClientPartition => &CLIENT_PARTITION,
+                LinkFault::Latency { .. } => &LATENCY,
+                LinkFault::Jitter { .. } => &JITTER,
+                LinkFault::Loss { .. } => &LOSS,
+                LinkFault::Bandwidth { .. } => &BANDWIDTH,
+                LinkFault::Reset => &RESET,
+                LinkFault::Blackhole => &BLACKHOLE,
+            },
+            FaultKind::Netem { .. } => &NETEM,
+            FaultKind::OnRole(f, _) => f.on_node().spec(),
+            FaultKind::CrashProducer => &CRASH_PRODUCER,
+        }
+    }
+
     /// What this fault needs from a deployment.
     pub fn needs(self) -> Needs {
-        let process = Needs {
-            process_faults: true,
-            ..Needs::default()
-        };
-        let iptables = |nodes| Needs {
-            nodes,
-            net_admin: Some("iptables"),
-            ..Needs::default()
-        };
+        let needs = self.spec().needs;
         match self {
-            FaultKind::KillConsumer(_) | FaultKind::Link(_) => Needs::default(),
-            FaultKind::KillBroker | FaultKind::RestartBroker { .. } => process,
-            FaultKind::Pause => Needs {
-                pause: true,
-                ..process
-            },
-            FaultKind::Partition => iptables(2),
-            FaultKind::PartitionShape(_) => iptables(3),
-            FaultKind::Netem { .. } => Needs {
-                net_admin: Some("tc"),
-                ..Needs::default()
-            },
-            FaultKind::OnRole(f, role) => Needs {
+            FaultKind::OnRole(_, role) => Needs {
                 role: Some(role),
-                ..f.on_node().needs()
+                ..needs
             },
+            _ => needs,
         }
+    }
+
+    /// The argument after the name, as [`fmt::Display`] writes it.
+    fn arg(self) -> Option<String> {
+        Some(match self {
+            FaultKind::KillConsumer(KillConsumerAt::Any)
+            | FaultKind::KillBroker
+            | FaultKind::RestartBroker { mid_batch: false }
+            | FaultKind::Pause
+            | FaultKind::Partition
+            | FaultKind::CrashProducer => return None,
+            FaultKind::KillConsumer(KillConsumerAt::BeforeAck) => "before-ack".into(),
+            FaultKind::KillConsumer(KillConsumerAt::AfterAck) => "after-ack".into(),
+            FaultKind::RestartBroker { mid_batch: true } => "mid-batch".into(),
+            FaultKind::PartitionShape(s) => s.name().into(),
+            FaultKind::Link(l) => return l.arg(),
+            FaultKind::Netem { delay_ms } => delay_ms.to_string(),
+            FaultKind::OnRole(_, role) => role.name().into(),
+        })
     }
 }
 
 impl FromStr for FaultKind {
     type Err = NemesisError;
     fn from_str(s: &str) -> Result<Self, NemesisError> {
-        if let Some((f, r)) = on_role(s.trim()) {
-            return Ok(FaultKind::OnRole(f, r));
-        }
-        Ok(match s.trim() {
-            "kill-consumer" => FaultKind::KillConsumer(KillConsumerAt::Any),
-            "kill-consumer:before-ack" => FaultKind::KillConsumer(KillConsumerAt::BeforeAck),
-            "kill-consumer:after-ack" | "kill-consumer:after-commit" => {
-                FaultKind::KillConsumer(KillConsumerAt::AfterAck)
-            }
-            "kill-broker" | "kill" => FaultKind::KillBroker,
-            "restart-broker" => FaultKind::RestartBroker { mid_batch: false },
-            "restart-broker:mid-batch" => FaultKind::RestartBroker { mid_batch: true },
-            "pause" => FaultKind::Pause,
-            "partition" | "partition:isolate" => FaultKind::Partition,
-            "partition:halves" | "partition:majority" => FaultKind::PartitionShape(Shape::Halves),
-            "partition:ring" | "partition:majorities-ring" => {
-                FaultKind::PartitionShape(Shape::Ring)
-            }
-            "partition:bridge" => FaultKind::PartitionShape(Shape::Bridge),
-            other if other == "netem" || other.starts_with("netem:") => {
-                let ms = match other.strip_prefix("netem:") {
-                    None => 100,
-                    Some(a) => a
-                        .trim_end_matches("ms")
-                        .parse()
-                        .map_err(|_| NemesisError::UnknownFault(other.to_string()))?,
-                };
-                FaultKind::Netem { delay_ms: ms }
-            }
-            other if LinkFault::parse(other).is_some() => FaultKind::Link(
-                LinkFault::parse(other)
-                    .ok_or_else(|| NemesisError::UnknownFault(other.to_string()))?,
-            ),
-            other => return Err(NemesisError::UnknownFault(other.to_string())),
-        })
+        let s = s.trim();
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        FAULTS
+            .iter()
+            .find_map(|spec| {
+                if spec.aliases.contains(&s) {
+                    (spec.parse)(None)
+                } else if spec.name == name {
+                    (spec.parse)(arg)
+                } else {
+                    None
+                }
+            })
+            .ok_or_else(|| NemesisError::UnknownFault(s.to_string()))
     }
 }
 
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FaultKind::Link(l) => return l.fmt(f),
-            FaultKind::Netem { delay_ms } => return write!(f, "netem:{delay_ms}"),
-            FaultKind::OnRole(nf, role) => return write!(f, "{}:{role}", nf.on_node()),
-            _ => {}
+        f.write_str(self.spec().name)?;
+        match self.arg() {
+            Some(a) => write!(f, ":{a}"),
+            None => Ok(()),
         }
-        f.write_str(match self {
-            FaultKind::KillConsumer(KillConsumerAt::Any) => "kill-consumer",
-            FaultKind::KillConsumer(KillConsumerAt::BeforeAck) => "kill-consumer:before-ack",
-            FaultKind::KillConsumer(KillConsumerAt::AfterAck) => "kill-consumer:after-ack",
-            FaultKind::KillBroker => "kill-broker",
-            FaultKind::RestartBroker { mid_batch: false } => "restart-broker",
-            FaultKind::RestartBroker { mid_batch: true } => "restart-broker:mid-batch",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::Link(_) | FaultKind::Netem { .. } | FaultKind::OnRole(..) => "",
-            FaultKind::PartitionShape(Shape::Halves) => "partition:halves",
-            FaultKind::PartitionShape(Shape::Ring) => "partition:ring",
-            FaultKind::PartitionShape(Shape::Bridge) => "partition:bridge",
-        })
+    }
+}
+
+impl Serialize for FaultKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FaultKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        FaultKind::from_str(&name).map_err(serde::de::Error::custom)
     }
 }
 
@@ -198,22 +543,13 @@ impl fmt::Display for FaultKind {
 pub struct Fault {
     /// The fault done; a fault aimed at a role is stored as the node fault it became.
     pub kind: FaultKind,
-    /// The node (or consumer) it targets, when it targets one.
-    pub target: Option<String>,
+    /// The nodes it was done on (none for a consumer kill or a partition shape).
+    pub targets: Vec<String>,
 }
 
 /// The `f` names recorded in the history for start and stop.
 pub fn history_names(kind: FaultKind) -> (&'static str, &'static str) {
-    match kind {
-        FaultKind::KillConsumer(_) => ("kill-consumer", "restart-consumer"),
-        FaultKind::KillBroker => ("kill", "start"),
-        FaultKind::RestartBroker { .. } => ("restart", "restarted"),
-        FaultKind::Pause => ("pause", "resume"),
-        FaultKind::Partition | FaultKind::PartitionShape(_) => ("partition", "heal"),
-        FaultKind::OnRole(f, _) => history_names(f.on_node()),
-        FaultKind::Link(l) => link::history_names(l),
-        FaultKind::Netem { .. } => ("netem", "netem-end"),
-    }
+    kind.spec().history
 }
 
 pub(super) fn failed(kind: FaultKind, target: &str, e: impl fmt::Display) -> NemesisError {
@@ -224,37 +560,72 @@ pub(super) fn failed(kind: FaultKind, target: &str, e: impl fmt::Display) -> Nem
     }
 }
 
+/// `{"node": n}` for one node, `{"nodes": [...]}` for several, `{}` for none.
+pub fn node_fields(nodes: &[String]) -> Value {
+    match nodes {
+        [] => json!({}),
+        [one] => json!({ "node": one }),
+        many => json!({ "nodes": many }),
+    }
+}
+
 impl Fault {
-    /// Injects the fault on `target` (a node name; ignored by kill-consumer, which uses
-    /// `pick`, by partition shapes, which shuffle the nodes by `pick`, and by faults aimed
-    /// at a role, which ask the cluster for the node). A fault aimed at a role comes back
-    /// as the plain node fault on the node found, which is what `stop` heals.
+    /// Injects the fault on `targets` (node names; ignored by kill-consumer, which
+    /// uses `pick`, by partition shapes, which shuffle the nodes by `pick`, and by
+    /// faults aimed at a role, which ask the cluster for the node). A fault aimed at
+    /// a role comes back as the plain node fault on the node found, which is what
+    /// `stop` heals. On several targets the fault is done on each in turn.
     pub async fn start(
         kind: FaultKind,
-        cluster: &dyn Cluster,
-        target: &str,
+        cluster: &Cluster<'_>,
+        targets: &[String],
         pick: u64,
     ) -> Result<(Fault, Value), NemesisError> {
         if let FaultKind::OnRole(f, role) = kind {
             let node = find_role(cluster, kind, role).await?;
-            let (fault, mut value) = Fault::start_on(f.on_node(), cluster, &node, pick).await?;
+            let kind = f.on_node();
+            let mut value = Fault::start_on(kind, cluster, &node, pick).await?;
             value["role"] = json!(role.to_string());
-            return Ok((fault, value));
+            let targets = vec![node];
+            return Ok((Fault { kind, targets }, value));
         }
-        Fault::start_on(kind, cluster, target, pick).await
-    }
-
-    async fn start_on(
-        kind: FaultKind,
-        cluster: &dyn Cluster,
-        target: &str,
-        pick: u64,
-    ) -> Result<(Fault, Value), NemesisError> {
+        match kind.spec().acts {
+            Acts::Consumer | Acts::Network | Acts::Workload => {
+                let value = Fault::start_on(kind, cluster, "", pick).await?;
+                return Ok((
+                    Fault {
+                        kind,
+                        targets: Vec::new(),
+                    },
+                    value,
+                ));
+            }
+            Acts::Nodes | Acts::ClientProxy => {}
+        }
         let fault = Fault {
             kind,
-            target: Some(target.to_string()),
+            targets: targets.to_vec(),
         };
-        let value = match kind {
+        match targets {
+            [one] => Ok((fault, Fault::start_on(kind, cluster, one, pick).await?)),
+            many => {
+                let mut each = Vec::new();
+                for t in many {
+                    each.push(Fault::start_on(kind, cluster, t, pick).await?);
+                }
+                Ok((fault, json!({ "nodes": many, "each": each })))
+            }
+        }
+    }
+
+    /// The body of a fault on one target.
+    async fn start_on(
+        kind: FaultKind,
+        cluster: &Cluster<'_>,
+        target: &str,
+        pick: u64,
+    ) -> Result<Value, NemesisError> {
+        Ok(match kind {
             FaultKind::KillConsumer(at) => cluster.kill_consumer(pick, at).await?,
             FaultKind::KillBroker => {
                 cluster.kill_node(target).await?;
@@ -279,187 +650,56 @@ impl Fault {
             FaultKind::PartitionShape(shape) => {
                 let g = grudge(shape, &cluster.nodes(), pick)?;
                 apply_grudge(cluster, kind, &g).await?;
-                let value = json!({"shape": kind.to_string(), "grudge": g});
-                // A shape targets no one node: it heals by flushing every node.
-                return Ok((Fault { kind, target: None }, value));
+                json!({"shape": kind.to_string(), "grudge": g})
+            }
+            FaultKind::CrashProducer => {
+                return Err(NemesisError::Unsupported {
+                    fault: kind.to_string(),
+                    why: "the txn workload's transformers do it; it is never scheduled".into(),
+                })
             }
             FaultKind::OnRole(..) => {
                 return Err(failed(kind, target, "a role is resolved by `start`"))
             }
-        };
-        Ok((fault, value))
+        })
     }
 
-    /// Heals the fault.
-    pub async fn stop(&self, cluster: &dyn Cluster) -> Result<Value, NemesisError> {
-        let target = self.target.clone().unwrap_or_default();
-        match self.kind {
-            FaultKind::KillConsumer(_) => Ok(json!({})),
-            FaultKind::KillBroker | FaultKind::RestartBroker { .. } => {
-                cluster.start_node(&target).await?;
-                Ok(json!({"node": target}))
+    /// Heals the fault, as its table entry says ([`FaultSpec::heal`]).
+    pub async fn stop(&self, cluster: &Cluster<'_>) -> Result<Value, NemesisError> {
+        let nodes = node_fields(&self.targets);
+        match self.kind.spec().heal {
+            Heal::Nothing => Ok(json!({})),
+            Heal::StartNodes => {
+                for t in &self.targets {
+                    cluster.start_node(t).await?;
+                }
+                Ok(nodes)
             }
-            FaultKind::Pause => {
-                cluster.unpause_node(&target).await?;
-                Ok(json!({"node": target}))
+            Heal::UnpauseNodes => {
+                for t in &self.targets {
+                    cluster.unpause_node(t).await?;
+                }
+                Ok(nodes)
             }
-            // `start` returns the fault it did on the node found, never this kind; heal it as that.
-            FaultKind::OnRole(f, _) => match f {
-                NodeFault::Kill | NodeFault::Restart => {
-                    cluster.start_node(&target).await?;
-                    Ok(json!({"node": target}))
-                }
-                NodeFault::Pause => {
-                    cluster.unpause_node(&target).await?;
-                    Ok(json!({"node": target}))
-                }
-                NodeFault::Isolate => {
-                    heal_network(cluster).await?;
-                    Ok(json!({"healed": cluster.nodes()}))
-                }
-            },
-            FaultKind::Partition | FaultKind::PartitionShape(_) => {
+            Heal::FlushNetwork => {
                 heal_network(cluster).await?;
                 Ok(json!({"healed": cluster.nodes()}))
             }
-            FaultKind::Link(_) => {
+            Heal::PassLinks => {
                 let healed = cluster.heal_links().await?;
-                Ok(json!({"node": target, "healed": healed}))
+                let mut v = nodes;
+                v["healed"] = healed;
+                Ok(v)
             }
-            FaultKind::Netem { .. } => {
-                cluster.remove_delay(&target).await?;
-                Ok(json!({"node": target}))
+            Heal::RemoveDelay => {
+                for t in &self.targets {
+                    cluster.remove_delay(t).await?;
+                }
+                Ok(nodes)
             }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_fault_says_what_it_needs() {
-        let n = |s: &str| FaultKind::from_str(s).expect("a fault").needs();
-        assert_eq!(n("kill-consumer:before-ack"), Needs::default());
-        assert_eq!(n("ack-loss"), Needs::default());
-        assert!(n("kill-broker").process_faults && n("pause").process_faults);
-        assert!(n("pause").pause && n("pause:leader").pause && !n("kill-broker").pause);
-        assert_eq!(
-            (n("partition").nodes, n("partition").net_admin),
-            (2, Some("iptables"))
-        );
-        assert_eq!(n("partition:ring").nodes, 3);
-        assert_eq!(n("netem:50").net_admin, Some("tc"));
-        let r = n("restart-broker:txn-coordinator");
-        assert!(r.process_faults && r.role == Some(Role::TxnCoordinator));
-        let i = n("partition:storage");
-        assert_eq!(
-            (i.nodes, i.net_admin, i.role),
-            (2, Some("iptables"), Some(Role::Storage))
-        );
-    }
-
-    #[test]
-    fn every_syntax_listed_parses_and_every_fault_is_listed() {
-        for s in SYNTAX {
-            let base = s.split('[').next().unwrap_or(s);
-            assert!(FaultKind::from_str(base).is_ok(), "{s}");
-        }
-        let e = FaultKind::from_str("kill-everything").expect_err("unknown");
-        let text = e.to_string();
-        assert!(
-            text.contains("netem[:MS]") && text.contains("txn-coordinator, storage"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for s in [
-            "kill-consumer",
-            "kill-consumer:before-ack",
-            "kill-consumer:after-ack",
-            "kill-broker",
-            "restart-broker",
-            "restart-broker:mid-batch",
-            "pause",
-            "partition",
-            "partition:halves",
-            "partition:ring",
-            "partition:bridge",
-            "kill-broker:leader",
-            "restart-broker:leader",
-            "pause:leader",
-            "partition:leader",
-            "kill-broker:group-coordinator",
-            "restart-broker:txn-coordinator",
-            "pause:group-coordinator",
-            "partition:txn-coordinator",
-        ] {
-            assert_eq!(
-                FaultKind::from_str(s)
-                    .map(|k| k.to_string())
-                    .ok()
-                    .as_deref(),
-                Some(s)
-            );
-        }
-        assert!(FaultKind::from_str("meteor").is_err());
-        assert!(FaultKind::from_str("kill-consumer:leader").is_err());
-        assert!(FaultKind::from_str("kill-broker:coordinator").is_err());
-        for f in [
-            NodeFault::Kill,
-            NodeFault::Restart,
-            NodeFault::Pause,
-            NodeFault::Isolate,
-        ] {
-            for r in Role::ALL {
-                let k = FaultKind::OnRole(f, r);
-                assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k));
-            }
-        }
-    }
-
-    #[test]
-    fn network_fault_names_round_trip_with_defaults() {
-        for s in [
-            "ack-loss",
-            "partition-one-way",
-            "client-partition",
-            "latency:250",
-            "jitter:40",
-            "loss:10",
-            "bandwidth:8",
-            "reset",
-            "blackhole",
-            "netem:100",
-        ] {
-            let k = FaultKind::from_str(s).expect(s);
-            assert_eq!(k.to_string(), s);
-            let (start, end) = history_names(k);
-            assert_eq!(end, format!("{start}-end"));
-        }
-        assert_eq!(
-            FaultKind::from_str("latency").ok(),
-            Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
-        );
-        assert_eq!(
-            FaultKind::from_str("latency:200ms").ok(),
-            Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
-        );
-        assert_eq!(
-            FaultKind::from_str("loss").ok(),
-            Some(FaultKind::Link(LinkFault::Loss { percent: 5 }))
-        );
-        for bad in [
-            "latency:soon",
-            "loss:150",
-            "bandwidth:0",
-            "ack-loss:x",
-            "netem:x",
-        ] {
-            assert!(FaultKind::from_str(bad).is_err(), "{bad}");
-        }
-    }
-}
+mod tests;

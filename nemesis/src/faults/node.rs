@@ -81,7 +81,7 @@ impl fmt::Display for Role {
 
 /// The node the broker names for `role` (the cluster waits out an election in progress).
 pub async fn find_role(
-    cluster: &dyn Cluster,
+    cluster: &Cluster<'_>,
     kind: FaultKind,
     role: Role,
 ) -> Result<String, NemesisError> {
@@ -94,21 +94,10 @@ pub async fn find_role(
     })
 }
 
-/// `<node fault>:<role>`, e.g. `restart-broker:txn-coordinator`: the node fault is
-/// named as on a node (`kill-broker`, `restart-broker`, `pause`, `partition`).
-pub(super) fn on_role(s: &str) -> Option<(NodeFault, Role)> {
-    let (fault, role) = s.rsplit_once(':')?;
-    let f = NodeFault::ALL
-        .into_iter()
-        .find(|f| f.on_node().to_string() == fault)?;
-    let r = Role::ALL.into_iter().find(|r| r.name() == role)?;
-    Some((f, r))
-}
-
 /// `netem[:MS]`: delays what `target` sends by `delay_ms` (refused as unsupported
 /// where the kernel has no `sch_netem`).
 pub(super) async fn netem(
-    cluster: &dyn Cluster,
+    cluster: &Cluster<'_>,
     kind: FaultKind,
     target: &str,
     delay_ms: u32,

@@ -3,6 +3,7 @@
 //! [`Cluster::drop_traffic`], healed with [`heal_network`].
 use super::{failed, FaultKind};
 use crate::{Cluster, NemesisError};
+use gauntlet_history::rng::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,10 +18,21 @@ pub enum Shape {
     Bridge,
 }
 
+impl Shape {
+    /// Its name after `partition:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Halves => "halves",
+            Shape::Ring => "ring",
+            Shape::Bridge => "bridge",
+        }
+    }
+}
+
 /// `partition`: isolates `target` from every other node, both directions, on
 /// the isolated node and on every other node.
 pub(super) async fn isolate(
-    cluster: &dyn Cluster,
+    cluster: &Cluster<'_>,
     kind: FaultKind,
     target: &str,
 ) -> Result<Value, NemesisError> {
@@ -69,23 +81,22 @@ pub fn complete_grudge(components: &[Vec<String>]) -> Grudge {
     g
 }
 
-/// `nodes` shuffled by the seeded `pick` (Fisher-Yates over SplitMix64).
+/// `nodes` shuffled by the seeded `pick` (Fisher-Yates over `gauntlet_history::rng`,
+/// started where the nemesis's own SplitMix64 started: the same pick gives the
+/// same order as it always did).
 fn shuffled(nodes: &[String], pick: u64) -> Vec<String> {
     let mut v = nodes.to_vec();
-    let mut state = pick ^ 0x7061_7274_6974_696F;
-    let mut next = || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = Rng::new(pick ^ 0x7061_7274_6974_696F ^ RNG_SEED_MASK);
     for i in (1..v.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         v.swap(i, j);
     }
     v
 }
+
+/// What `Rng::new` mixes into its seed: undone here, so a generator starts
+/// from the state the nemesis's schedules and grudges always started from.
+pub(crate) const RNG_SEED_MASK: u64 = 0x5DEE_CE66_D1CE_4E5B;
 
 /// The grudge of a shape over `nodes`, the nodes shuffled by `pick` first (the same
 /// pick gives the same grudge). Every shape needs at least three nodes.
@@ -131,7 +142,7 @@ pub fn grudge(shape: Shape, nodes: &[String], pick: u64) -> Result<Grudge, Nemes
 /// Cuts the network as `grudge` says: on each node, its packets from each node it
 /// holds a grudge against are dropped (iptables INPUT). Healed by [`heal_network`].
 pub async fn apply_grudge(
-    cluster: &dyn Cluster,
+    cluster: &Cluster<'_>,
     kind: FaultKind,
     grudge: &Grudge,
 ) -> Result<(), NemesisError> {
@@ -159,7 +170,7 @@ pub async fn apply_grudge(
 }
 
 /// Removes every DROP rule the partitions added, on every node.
-pub async fn heal_network(cluster: &dyn Cluster) -> Result<(), NemesisError> {
+pub async fn heal_network(cluster: &Cluster<'_>) -> Result<(), NemesisError> {
     for n in cluster.nodes().into_iter().chain(cluster.storage_node()) {
         cluster.heal_traffic(&n).await?;
     }
@@ -274,6 +285,25 @@ mod tests {
                 assert_eq!(total, n - 1, "{g:?}");
             }
         }
+    }
+
+    /// The grudges of the code before the shared generator (its own
+    /// SplitMix64), kept in `tests/golden/grudges.txt`.
+    #[test]
+    fn grudges_are_the_same_as_before_for_the_same_pick() {
+        let mut out = String::new();
+        for n in [3usize, 5, 6] {
+            for shape in [Shape::Halves, Shape::Ring, Shape::Bridge] {
+                for pick in [0u64, 1, 7, 419, 856, 927, 999] {
+                    let g = grudge(shape, &names(n), pick).expect("grudge");
+                    out.push_str(&format!(
+                        "{n} {shape:?} {pick} {}\n",
+                        serde_json::to_string(&g).expect("json")
+                    ));
+                }
+            }
+        }
+        assert_eq!(out, include_str!("../../tests/golden/grudges.txt"));
     }
 
     #[test]

@@ -1,0 +1,221 @@
+use super::*;
+
+#[test]
+fn each_fault_says_what_it_needs() {
+    let n = |s: &str| FaultKind::from_str(s).expect("a fault").needs();
+    assert_eq!(n("kill-consumer:before-ack"), Needs::default());
+    assert_eq!(
+        n("ack-loss"),
+        Needs {
+            proxy: true,
+            ..Needs::default()
+        }
+    );
+    assert!(n("kill-broker").process_faults && n("pause").process_faults);
+    assert!(n("pause").pause && n("pause:leader").pause && !n("kill-broker").pause);
+    assert_eq!(
+        (n("partition").nodes, n("partition").net_admin),
+        (2, Some("iptables"))
+    );
+    assert_eq!(n("partition:ring").nodes, 3);
+    assert_eq!(n("netem:50").net_admin, Some("tc"));
+    let r = n("restart-broker:txn-coordinator");
+    assert!(r.process_faults && r.role == Some(Role::TxnCoordinator));
+    let i = n("partition:storage");
+    assert_eq!(
+        (i.nodes, i.net_admin, i.role),
+        (2, Some("iptables"), Some(Role::Storage))
+    );
+    assert_eq!(n("crash-producer").workload, Some("txn"));
+}
+
+#[test]
+fn every_syntax_listed_parses_and_every_fault_is_listed() {
+    for s in syntax() {
+        let base = s.split('[').next().unwrap_or(s);
+        assert!(FaultKind::from_str(base).is_ok(), "{s}");
+    }
+    let e = FaultKind::from_str("kill-everything").expect_err("unknown");
+    let text = e.to_string();
+    assert!(
+        text.contains("netem[:MS]")
+            && text.contains("crash-producer")
+            && text.contains("txn-coordinator, storage"),
+        "{text}"
+    );
+    // Every entry of the table is the entry of the faults it parses.
+    for spec in FAULTS {
+        let name = if spec.syntax.is_empty() {
+            format!("{}:ring", spec.name)
+        } else {
+            spec.name.to_string()
+        };
+        let k = FaultKind::from_str(&name).expect("parses");
+        assert!(std::ptr::eq(k.spec(), spec), "{name}");
+    }
+}
+
+#[test]
+fn instants_and_intervals_come_from_the_table() {
+    let spec = |s: &str| FaultKind::from_str(s).expect("a fault").spec();
+    assert!(spec("kill-consumer:after-ack").instant());
+    assert!(spec("crash-producer").instant());
+    // A restart is an interval: from the kill until the node is ready again.
+    assert!(!spec("restart-broker").instant());
+    assert_eq!(spec("restart-broker:leader").ends, Ends::AtOnce);
+    assert_eq!(spec("pause").ends, Ends::AfterDuration);
+    assert_eq!(spec("latency").heal, Heal::PassLinks);
+    assert_eq!(spec("partition:bridge").acts, Acts::Network);
+    assert_eq!(spec("crash-producer").acts, Acts::Workload);
+    assert_eq!(history_names(FaultKind::CrashProducer).0, "crash-producer");
+    assert_eq!(
+        history_names(FaultKind::from_str("kill-broker:leader").expect("fault")),
+        ("kill", "start")
+    );
+}
+
+#[test]
+fn names_round_trip() {
+    for s in [
+        "kill-consumer",
+        "kill-consumer:before-ack",
+        "kill-consumer:after-ack",
+        "kill-broker",
+        "restart-broker",
+        "restart-broker:mid-batch",
+        "pause",
+        "partition",
+        "partition:halves",
+        "partition:ring",
+        "partition:bridge",
+        "kill-broker:leader",
+        "restart-broker:leader",
+        "pause:leader",
+        "partition:leader",
+        "kill-broker:group-coordinator",
+        "restart-broker:txn-coordinator",
+        "pause:group-coordinator",
+        "partition:txn-coordinator",
+        "crash-producer",
+    ] {
+        assert_eq!(
+            FaultKind::from_str(s)
+                .map(|k| k.to_string())
+                .ok()
+                .as_deref(),
+            Some(s)
+        );
+    }
+    for (alias, name) in [
+        ("kill", "kill-broker"),
+        ("kill-consumer:after-commit", "kill-consumer:after-ack"),
+        ("partition:isolate", "partition"),
+        ("partition:majority", "partition:halves"),
+        ("partition:majorities-ring", "partition:ring"),
+    ] {
+        assert_eq!(
+            FaultKind::from_str(alias).map(|k| k.to_string()).ok(),
+            Some(name.to_string())
+        );
+    }
+    assert!(FaultKind::from_str("meteor").is_err());
+    assert!(FaultKind::from_str("kill-consumer:leader").is_err());
+    assert!(FaultKind::from_str("kill-broker:coordinator").is_err());
+    assert!(FaultKind::from_str("kill:leader").is_err());
+    assert!(FaultKind::from_str("crash-producer:x").is_err());
+    for f in NodeFault::ALL {
+        for r in Role::ALL {
+            let k = FaultKind::OnRole(f, r);
+            assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k));
+        }
+    }
+}
+
+#[test]
+fn network_fault_names_round_trip_with_defaults() {
+    for s in [
+        "ack-loss",
+        "partition-one-way",
+        "client-partition",
+        "latency:250",
+        "jitter:40",
+        "loss:10",
+        "bandwidth:8",
+        "reset",
+        "blackhole",
+        "netem:100",
+    ] {
+        let k = FaultKind::from_str(s).expect(s);
+        assert_eq!(k.to_string(), s);
+        let (start, end) = history_names(k);
+        assert_eq!(end, format!("{start}-end"));
+    }
+    assert_eq!(
+        FaultKind::from_str("latency").ok(),
+        Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
+    );
+    assert_eq!(
+        FaultKind::from_str("latency:200ms").ok(),
+        Some(FaultKind::Link(LinkFault::Latency { ms: 200 }))
+    );
+    assert_eq!(
+        FaultKind::from_str("loss").ok(),
+        Some(FaultKind::Link(LinkFault::Loss { percent: 5 }))
+    );
+    assert_eq!(
+        FaultKind::from_str("netem").ok(),
+        Some(FaultKind::Netem { delay_ms: 100 })
+    );
+    for bad in [
+        "latency:soon",
+        "loss:150",
+        "bandwidth:0",
+        "ack-loss:x",
+        "netem:x",
+    ] {
+        assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_fault_reads_and_writes_as_its_name() {
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct S {
+        nemesis: Vec<FaultKind>,
+    }
+    let s: S = toml::from_str("nemesis = [\"pause:leader\", \"latency:250ms\"]").expect("toml");
+    assert_eq!(
+        s.nemesis,
+        vec![
+            FaultKind::OnRole(NodeFault::Pause, Role::Leader),
+            FaultKind::Link(LinkFault::Latency { ms: 250 })
+        ]
+    );
+    assert_eq!(
+        toml::to_string(&s).expect("toml"),
+        "nemesis = [\"pause:leader\", \"latency:250\"]\n"
+    );
+    let e = toml::from_str::<S>("nemesis = [\"pause\", \"meteor\"]").expect_err("unknown");
+    assert!(e.to_string().contains("unknown fault `meteor`"), "{e}");
+}
+
+#[test]
+fn link_effects() {
+    assert_eq!(
+        LinkFault::AckLoss.effect(),
+        LinkEffect {
+            down: LinkToxic::Drop,
+            busiest_link: true,
+            ..LinkEffect::default()
+        }
+    );
+    assert!(LinkFault::Reset.effect().reset_open && !LinkFault::Reset.effect().refuse);
+    assert!(LinkFault::ClientPartition.effect().refuse);
+    assert_eq!(LinkFault::Loss { percent: 7 }.effect().loss_percent, 7);
+    assert_eq!(
+        LinkFault::Bandwidth { kib_per_sec: 2 }.effect().up,
+        LinkToxic::Bandwidth {
+            bytes_per_sec: 2048
+        }
+    );
+}
