@@ -433,7 +433,7 @@ fn anomalies(out: &mut String, v: &Verdict) {
             .unwrap_or_default();
         let mut evidence = String::new();
         if let Some(a) = a.filter(|a| !a.examples.is_empty()) {
-            let first = a.examples[0].to_string();
+            let first = a.examples[0].to_json().to_string();
             let _ = write!(
                 evidence,
                 "<details><summary>{} example(s): <code>{}</code></summary>",
@@ -441,7 +441,7 @@ fn anomalies(out: &mut String, v: &Verdict) {
                 esc(&cut(&first, 100))
             );
             for e in a.examples.iter().take(MAX_EXAMPLES) {
-                let pretty = serde_json::to_string_pretty(e).unwrap_or_else(|_| e.to_string());
+                let pretty = serde_json::to_string_pretty(e).unwrap_or_default();
                 let _ = write!(
                     evidence,
                     "<pre>{}</pre>",
@@ -1002,22 +1002,10 @@ fn anomaly_keys(h: &History, v: &Verdict) -> Vec<(u32, u32, Vec<&'static str>)> 
             continue;
         };
         for e in &a.examples {
-            let Some(key) = e.get("key").and_then(|x| x.as_str()) else {
+            let Some(key) = e.key() else {
                 continue;
             };
-            let group = e
-                .get("group")
-                .and_then(|g| g.as_str())
-                .or_else(|| {
-                    e.get("groups")
-                        .and_then(|g| g.get(0))
-                        .and_then(|g| g.as_str())
-                })
-                .or_else(|| {
-                    e.get("delivery")
-                        .and_then(|d| d.get("group"))
-                        .and_then(|g| g.as_str())
-                });
+            let group = e.group();
             let Some(kid) = h.keys.get(key) else { continue };
             let gid = match group.and_then(|g| h.groups.get(g)) {
                 Some(g) => g,

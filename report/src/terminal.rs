@@ -50,7 +50,7 @@ pub fn summary(v: &Verdict, source: &str) -> String {
         let example = an
             .and_then(|x| x.examples.first())
             .map(|e| {
-                let t = e.to_string();
+                let t = e.to_json().to_string();
                 if t.chars().count() > 90 {
                     let cut: String = t.chars().take(87).collect();
                     format!("{cut}...")
