@@ -4,6 +4,7 @@ mod common;
 mod big;
 mod chromium;
 mod escaping;
+mod faults;
 mod junit;
 mod run_dir;
 mod schema;
