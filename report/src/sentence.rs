@@ -97,20 +97,21 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
             );
             let sent = format!("sent at op {}", r.send_invoke);
             if kind == A::DuplicateWrite {
-                let mut positions: Vec<String> = r.deliveries.iter().map(place).collect();
-                positions.dedup();
+                let how = if r.deliveries.is_empty() {
+                    "its send's acknowledgement and a read name different ones; no poll \
+                     delivered it"
+                        .to_string()
+                } else {
+                    format!(
+                        "it was delivered {} time{}: {shown}",
+                        r.deliveries.len(),
+                        plural(r.deliveries.len())
+                    )
+                };
                 format!(
-                    "message {} of key {} ({sent}) was stored more than once: it was delivered \
-                     {} time{} ({shown}){}",
+                    "message {} of key {} ({sent}) was stored at more than one position; {how}",
                     r.value,
                     key(&r.key),
-                    r.deliveries.len(),
-                    plural(r.deliveries.len()),
-                    if positions.len() > 1 {
-                        format!(", from {}", list(positions.into_iter()))
-                    } else {
-                        String::new()
-                    }
                 )
             } else {
                 format!(
@@ -136,18 +137,17 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
             }));
             let more = g.missing_count.saturating_sub(g.missing.len() as u64);
             format!(
-                "consumer {} of {} received message {} of key {} from producer {}{}{}, {}, \
+                "consumer {} of {} received message {} of key {} from producer {}{}, {}, \
                  skipping {} written message{} of that producer and key: {skipped}{}",
                 g.consumer,
                 group(&g.group),
                 g.received.value,
                 key(&g.key),
                 g.producer,
-                g.received
-                    .position
-                    .map(|p| format!(" (position {p})"))
-                    .unwrap_or_default(),
-                by_poll(g.received.delivered_by),
+                match g.received.position {
+                    Some(p) => format!(" (position {p}, poll op {})", g.received.delivered_by),
+                    None => by_poll(g.received.delivered_by),
+                },
                 match g.after_position {
                     Some(p) => format!("after position {p}"),
                     None => "the first it received of that producer and key".to_string(),
@@ -260,15 +260,13 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
                     .iter()
                     .map(|t| format!("{} = {}", t.name.as_deref().unwrap_or("T?"), txn_op(t))),
             );
-            let mut chain = String::new();
-            for (k, s) in c.steps.iter().enumerate() {
-                if k == 0 {
-                    chain.push_str(&s.from);
-                }
-                chain.push_str(&format!(" < {} ({})", s.to, s.edge));
-            }
+            let chain = list(
+                c.steps
+                    .iter()
+                    .map(|s| format!("{} < {} ({})", s.from, s.to, s.edge)),
+            );
             format!(
-                "{} ops in a cycle, {chain}, where {names}; each edge is proven in the explanation",
+                "{} ops in a cycle: {chain}; where {names} (the explanation proves each edge)",
                 c.cycle.len()
             )
         }
@@ -290,7 +288,7 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
         ),
         Example::Versions(v) => versions(kind, v),
         Example::Untyped(_) => {
-            "an example this report cannot put in words (from another Gauntlet's verdict): \
+            "an example this report cannot put in words (from the verdict of another Gauntlet): \
              see its record"
                 .to_string()
         }
@@ -327,18 +325,14 @@ fn versions(kind: AnomalyKind, v: &Versions) -> String {
         );
     }
     let (earlier, later) = match &v.ops {
-        Some([a, b]) => (txn_op(a), txn_op(b)),
-        None => ("an op".to_string(), "the next op".to_string()),
+        Some([a, b]) => (earlier_op(a), txn_op(b)),
+        None => ("an earlier op".to_string(), "an op".to_string()),
     };
     if sends {
-        format!(
-            "{later} sent {v2} to {obj}, {rel}, which {earlier} of the same process had sent \
-             there last"
-        )
+        format!("{later} sent {v2} to {obj}, {rel}, which {earlier} had sent there last")
     } else {
         format!(
-            "{later} first read {v2} from {obj}, {rel}, which {earlier} of the same process had \
-             read there last{skipped}"
+            "{later} first read {v2} from {obj}, {rel}, which {earlier} had read there last{skipped}"
         )
     }
 }
@@ -430,17 +424,6 @@ fn at(d: &DeliveryRef) -> String {
     }
 }
 
-fn place(d: &DeliveryRef) -> String {
-    match (d.offset, &d.id) {
-        (Some(o), _) => format!(
-            "offset {o} of {}",
-            partition(d.topic.as_deref(), d.partition)
-        ),
-        (None, Some(id)) => format!("message id {id}"),
-        (None, None) => "an unknown position".to_string(),
-    }
-}
-
 fn msg_at(m: &MessageRef) -> String {
     match m.offset {
         Some(o) => format!(" at offset {o}{}", by_poll(m.delivered_by)),
@@ -451,8 +434,22 @@ fn msg_at(m: &MessageRef) -> String {
 /// Why `later` was sent after `first`: the ops of their sends.
 fn sent_after(first: &MessageRef, later: &MessageRef) -> String {
     match (first.send_invoke, later.send_invoke) {
-        (Some(a), Some(b)) => format!(" (its send invoked at op {b}, this one's at op {a})"),
+        (Some(a), Some(b)) if b > a => {
+            format!(" (its send invoked at op {b}, this one's at op {a})")
+        }
         _ => String::new(),
+    }
+}
+
+/// "its earlier poll (ops 2-3)": an op of the process just named.
+fn earlier_op(t: &TxnOp) -> String {
+    let what = match t.f.as_str() {
+        "txn" => "transaction",
+        other => other,
+    };
+    match t.complete {
+        Some(c) => format!("its earlier {what} (ops {}-{c})", t.invoke),
+        None => format!("its earlier {what} (op {}, never completed)", t.invoke),
     }
 }
 
@@ -586,12 +583,11 @@ mod tests {
                        "skipped": [11], "values": [10, 12]})
             ),
             "the poll of process 1 (ops 8-9, ok) first read 12 from partition 0, 2 versions \
-             after 10, which the poll of process 1 (ops 2-3, ok) of the same process had read \
-             there last, skipping 11"
+             after 10, which its earlier poll (ops 2-3) had read there last, skipping 11"
         );
         assert_eq!(
             sentence(AnomalyKind::Gap, &Example::Untyped(json!({"x": 1}))),
-            "an example this report cannot put in words (from another Gauntlet's verdict): \
+            "an example this report cannot put in words (from the verdict of another Gauntlet): \
              see its record"
         );
     }

@@ -8,5 +8,6 @@ mod faults;
 mod junit;
 mod run_dir;
 mod schema;
+mod sentences;
 mod serve;
 mod snapshot;
