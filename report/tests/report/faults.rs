@@ -13,9 +13,8 @@ fn page(instant_flag: bool) -> String {
     };
     let s = 1_000_000_000u64;
     let lines = [
-        format!(
-            r#"{{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{{"key":"k","value":1}}}}"#
-        ),
+        r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1}}"#
+            .to_string(),
         format!(
             r#"{{"index":1,"time":{},"process":0,"type":"ok","f":"send","value":{{"key":"k","value":1,"partition":0,"offset":0}}}}"#,
             s / 10
