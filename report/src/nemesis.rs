@@ -7,7 +7,8 @@
 //! * A start event whose value says `"instant": true` (Gauntlet's runs write it
 //!   into the start events of a fault that ends at once, such as
 //!   `kill-consumer`) is an instant fault, drawn as a mark: the other events
-//!   of its `fault_id` (its `info`, an end that came at once) are part of it.
+//!   of its `fault_id` (its `info`, an end that came at once) are part of it,
+//!   and the mark is its `info` when it has one (it says what the fault did).
 //! * Events whose values carry the same `fault_id` (Gauntlet's own runs write
 //!   the fault's position in the schedule into its start and end events) are
 //!   one fault: the first starts it, the next with another `f` (or `"end":
@@ -152,6 +153,8 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
     // The fault id of each interval, and the ids whose fault has ended.
     let mut ids: Vec<Option<u64>> = Vec::new();
     let mut ended_ids = std::collections::BTreeSet::new();
+    // The position in out.instants of each instant fault with an id.
+    let mut instant_of = std::collections::BTreeMap::<u64, usize>::new();
     // The event that started each interval.
     let mut started_by: Vec<usize> = Vec::new();
     let mut last: Option<(OpType, String, String, usize)> = None;
@@ -161,10 +164,19 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
         let id = fault_id(&e.value);
         if let Some(id) = id {
             if ended_ids.contains(&id) {
+                // The info after an instant's invoke says what it did (which
+                // process it killed): the mark is that event.
+                if let Some(&k) = instant_of.get(&id) {
+                    let first = &events[out.instants[k]];
+                    if first.kind == OpType::Invoke && e.kind != OpType::Invoke && first.f == e.f {
+                        out.instants[k] = i;
+                    }
+                }
                 continue;
             }
             if is_instant(&e.value) && !open.iter().any(|&o| ids[o] == Some(id)) {
                 // An instant fault: a mark; the rest of its id is part of it.
+                instant_of.insert(id, out.instants.len());
                 out.instants.push(i);
                 ended_ids.insert(id);
                 last = None;
@@ -545,7 +557,9 @@ mod drawn_as_they_were {
             .map(|i| (i.f.as_str(), i.start_index, i.end_index))
             .collect();
         assert_eq!(spans, vec![("kill", 3, Some(5)), ("partition", 7, None)]);
-        assert_eq!(got.instants, vec![0]);
+        // The mark is the info, which names the process killed.
+        assert_eq!(got.instants, vec![1]);
+        assert_eq!(target_of(&events[1].value), "4");
         let open: Vec<&str> = got.open_at_end().map(|i| i.f.as_str()).collect();
         assert_eq!(open, vec!["partition"]);
     }
