@@ -4,9 +4,10 @@
 //! One pass over the deliveries in file order builds, per judged group, the
 //! first delivery of every send; the rest is read off that index.
 use crate::found::Found;
+use crate::verdict::evidence::{DeliveryRef, Missing, OutcomeRead, Repeated, Unexpected};
+use crate::verdict::Example;
 use gauntlet_history::model::{Delivery, History, Outcome, NONE, NO_OFFSET, NO_OP};
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde_json::{json, Value};
 
 /// What identifies a broker message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,37 +96,26 @@ pub(crate) struct Findings {
     pub redelivered: Found,
 }
 
-fn delivery_json(h: &History, d: &Delivery) -> Value {
+fn delivery_ref(h: &History, d: &Delivery) -> DeliveryRef {
     let poll = &h.polls[d.poll as usize];
-    let mut v = json!({
-        "delivered_by": poll.complete,
-        "group": h.group_name(poll.group),
-        "consumer": h.process_number(poll.process),
-    });
-    if let Some((topic, p)) = h.partition(d.partition) {
-        if let Some(t) = topic {
-            v["topic"] = json!(t);
-        }
-        v["partition"] = json!(p);
+    let (topic, partition) = match h.partition(d.partition) {
+        Some((t, p)) => (t.map(str::to_string), Some(p)),
+        None => (None, None),
+    };
+    DeliveryRef {
+        consumer: h.process_number(poll.process),
+        delivered_by: poll.complete,
+        group: h.group_name(poll.group).to_string(),
+        id: h.id_name(d.id).map(str::to_string),
+        offset: (d.offset != NO_OFFSET).then_some(d.offset),
+        partition,
+        redelivered: d.redelivered,
+        topic,
     }
-    if d.offset != NO_OFFSET {
-        v["offset"] = json!(d.offset);
-    }
-    if let Some(id) = h.id_name(d.id) {
-        v["id"] = json!(id);
-    }
-    if d.redelivered {
-        v["redelivered"] = json!(true);
-    }
-    v
 }
 
-fn op_or_null(i: u64) -> Value {
-    if i == NO_OP {
-        Value::Null
-    } else {
-        json!(i)
-    }
+fn op_or_none(i: u64) -> Option<u64> {
+    (i != NO_OP).then_some(i)
 }
 
 pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
@@ -178,7 +168,11 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
         if d.send == NONE {
             if unexpected_values.insert(d.value) {
                 unexpected.hit(|| {
-                    json!({"value": d.value, "key": h.key_name(d.key), "delivery": delivery_json(h, d)})
+                    Example::Unexpected(Unexpected {
+                        delivery: delivery_ref(h, d),
+                        key: h.key_name(d.key).to_string(),
+                        value: d.value,
+                    })
                 });
             }
             continue;
@@ -304,27 +298,36 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
                 target.group_hit(h.group_name(g));
             }
             target.hit(|| {
-                let mut v = json!({
-                    "value": send.value,
-                    "key": h.key_name(send.key),
-                    "groups": groups_hit.iter().map(|&g| h.group_name(g)).collect::<Vec<_>>(),
-                    "send_invoke": send.invoke,
-                    "send_ok": op_or_null(send.complete),
-                });
+                let mut m = Missing {
+                    drained: None,
+                    groups: groups_hit
+                        .iter()
+                        .map(|&g| h.group_name(g).to_string())
+                        .collect(),
+                    higher_offset_delivered: None,
+                    key: h.key_name(send.key).to_string(),
+                    offset: None,
+                    partition: None,
+                    proven_by: None,
+                    send_invoke: send.invoke,
+                    send_ok: op_or_none(send.complete),
+                    send_outcome: None,
+                    value: send.value,
+                };
                 if send.outcome != Outcome::Ok {
-                    v["send_outcome"] = json!("info");
-                    v["proven_by"] = json!("a read of it or of its transaction's other sends");
+                    m.send_outcome = Some("info".into());
+                    m.proven_by = Some("a read of it or of its transaction's other sends".into());
                 }
                 if let Some(d) = drained {
-                    v["drained"] = json!(d);
+                    m.drained = Some(d);
                 } else if let Some(&(_, d)) = lost_in.first() {
                     let (_, part) = h.partition(send.partition).unwrap_or((None, -1));
                     let dd = &h.deliveries[d as usize];
-                    v["partition"] = json!(part);
-                    v["offset"] = json!(send.offset);
-                    v["higher_offset_delivered"] = delivery_json(h, dd);
+                    m.partition = Some(part);
+                    m.offset = Some(send.offset);
+                    m.higher_offset_delivered = Some(delivery_ref(h, dd));
                 }
-                v
+                Example::Missing(m)
             });
         }
         match send.outcome {
@@ -337,13 +340,13 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
                 };
                 target.hit(|| {
                     let d = &h.deliveries[global_first[s] as usize];
-                    json!({
-                        "value": send.value,
-                        "key": h.key_name(send.key),
-                        "send_invoke": send.invoke,
-                        "send_completion": op_or_null(send.complete),
-                        "in_txn": send.in_txn,
-                        "delivery": delivery_json(h, d),
+                    Example::Outcome(OutcomeRead {
+                        delivery: delivery_ref(h, d),
+                        in_txn: send.in_txn,
+                        key: h.key_name(send.key).to_string(),
+                        send_completion: op_or_none(send.complete),
+                        send_invoke: send.invoke,
+                        value: send.value,
                     })
                 });
             }
@@ -369,12 +372,12 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
     red_ex.truncate(max);
     if !dup_ex.is_empty() || !red_ex.is_empty() {
         let wanted: FxHashSet<u32> = dup_ex.iter().chain(red_ex.iter()).copied().collect();
-        let mut by_send: FxHashMap<u32, Vec<Value>> = FxHashMap::default();
+        let mut by_send: FxHashMap<u32, Vec<DeliveryRef>> = FxHashMap::default();
         for d in &h.deliveries {
             if wanted.contains(&d.send) {
                 let list = by_send.entry(d.send).or_default();
                 if list.len() < 20 {
-                    list.push(delivery_json(h, d));
+                    list.push(delivery_ref(h, d));
                 }
             }
         }
@@ -382,12 +385,12 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
             for &s in list {
                 let send = &h.sends[s as usize];
                 found.example(|| {
-                    json!({
-                        "value": send.value,
-                        "key": h.key_name(send.key),
-                        "send_invoke": send.invoke,
-                        "send_completion": op_or_null(send.complete),
-                        "deliveries": by_send.get(&s).cloned().unwrap_or_default(),
+                    Example::Repeated(Repeated {
+                        deliveries: by_send.get(&s).cloned().unwrap_or_default(),
+                        key: h.key_name(send.key).to_string(),
+                        send_completion: op_or_none(send.complete),
+                        send_invoke: send.invoke,
+                        value: send.value,
                     })
                 });
             }

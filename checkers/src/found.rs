@@ -1,13 +1,12 @@
 //! Counting an anomaly and keeping a capped list of its evidence.
-use crate::verdict::Anomaly;
-use serde_json::Value;
+use crate::verdict::{Anomaly, Example};
 use std::collections::BTreeMap;
 
 /// Findings of one anomaly type while a checker runs.
 #[derive(Debug)]
 pub(crate) struct Found {
     pub count: u64,
-    pub examples: Vec<Value>,
+    pub examples: Vec<Example>,
     pub by_group: BTreeMap<String, u64>,
     max: usize,
 }
@@ -23,13 +22,13 @@ impl Found {
     }
 
     /// Counts one; builds the example only while there is room for it.
-    pub fn hit(&mut self, example: impl FnOnce() -> Value) {
+    pub fn hit(&mut self, example: impl FnOnce() -> Example) {
         self.count += 1;
         self.example(example);
     }
 
     /// Keeps an example without counting (when the count is kept elsewhere).
-    pub fn example(&mut self, example: impl FnOnce() -> Value) {
+    pub fn example(&mut self, example: impl FnOnce() -> Example) {
         if self.examples.len() < self.max {
             self.examples.push(example());
         }

@@ -6,20 +6,27 @@
 //! Offsets are nearly dense in practice, so the tables are plain vectors; a
 //! partition whose offsets are too sparse for that is sorted instead.
 use crate::found::Found;
+use crate::verdict::evidence::{IdPosition, Inconsistent, OffsetPosition, Position};
+use crate::verdict::Example;
 use gauntlet_history::model::{History, NONE, NO_OFFSET};
 use rustc_hash::FxHashSet;
-use serde_json::{json, Value};
 
 /// A position: (partition or NONE, offset), or (ID, id) for broker ids.
 type At = (u32, i64);
 const ID: u32 = NONE - 1;
 
-fn describe(h: &History, at: At) -> Value {
+fn describe(h: &History, at: At) -> Position {
     match at {
-        (ID, id) => json!({"id": h.id_name(id as u32)}),
+        (ID, id) => Position::Id(IdPosition {
+            id: h.id_name(id as u32).map(str::to_string),
+        }),
         (p, o) => {
             let (topic, part) = h.partition(p).unwrap_or((None, -1));
-            json!({"topic": topic, "partition": if p == NONE { Value::Null } else { json!(part) }, "offset": o})
+            Position::Offset(OffsetPosition {
+                offset: o,
+                partition: (p != NONE).then_some(part),
+                topic: topic.map(str::to_string),
+            })
         }
     }
 }
@@ -135,10 +142,10 @@ pub(crate) fn check(h: &History, written: &[bool], max: usize) -> Found {
     for at in shown {
         let list = seen.remove(&at).unwrap_or_default();
         found.example(|| {
-            json!({
-                "position": describe(h, at),
-                "values": list.iter().map(|c| c.0).collect::<Vec<_>>(),
-                "ops": list.iter().map(|c| c.1).collect::<Vec<_>>(),
+            Example::Inconsistent(Inconsistent {
+                ops: list.iter().map(|c| c.1).collect(),
+                position: describe(h, at),
+                values: list.iter().map(|c| c.0).collect(),
             })
         });
     }

@@ -4,9 +4,10 @@
 use crate::delivery::Index;
 use crate::found::Found;
 use crate::table::{ShortLists, Table2};
+use crate::verdict::evidence::{Gap, KeyOrder, MessageRef, PartitionOrder, ProducerOrder, Skipped};
+use crate::verdict::Example;
 use gauntlet_history::model::{History, Outcome, NONE, NO_OFFSET, NO_OP};
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde_json::{json, Value};
 
 pub(crate) struct Findings {
     pub key_order: Found,
@@ -82,27 +83,31 @@ struct KeyState {
     max_del: u32,
 }
 
-fn msg_json(h: &History, di: u32) -> Value {
+fn msg_ref(h: &History, di: u32) -> MessageRef {
     let d = &h.deliveries[di as usize];
     let poll = &h.polls[d.poll as usize];
-    let mut v = json!({"value": d.value, "delivered_by": poll.complete});
+    let mut m = MessageRef {
+        delivered_by: poll.complete,
+        offset: (d.offset != NO_OFFSET).then_some(d.offset),
+        position: None,
+        process: None,
+        producer: None,
+        send_complete: None,
+        send_invoke: None,
+        value: d.value,
+    };
     if d.send != NONE {
         let s = &h.sends[d.send as usize];
-        v["send_invoke"] = json!(s.invoke);
-        if s.complete != NO_OP {
-            v["send_complete"] = json!(s.complete);
-        }
-        v["producer"] = json!(h.process_number(s.producer));
+        m.send_invoke = Some(s.invoke);
+        m.send_complete = (s.complete != NO_OP).then_some(s.complete);
+        m.producer = Some(h.process_number(s.producer));
         if s.process != s.producer {
             // A slot of a shared producer client: the producer is named by its first process.
-            v["process"] = json!(h.process_number(s.process));
+            m.process = Some(h.process_number(s.process));
         }
-        v["position"] = json!(s.position);
+        m.position = Some(s.position);
     }
-    if d.offset != NO_OFFSET {
-        v["offset"] = json!(d.offset);
-    }
-    v
+    m
 }
 
 pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
@@ -158,12 +163,12 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
         if let Some(m2) = before {
             if keys_violated.insert(send.key) {
                 key_order.hit(|| {
-                    json!({
-                        "key": h.key_name(send.key),
-                        "consumer": h.process_number(c),
-                        "group": h.group_name(poll.group),
-                        "received_first": msg_json(h, m2),
-                        "sent_first": msg_json(h, di),
+                    Example::KeyOrder(KeyOrder {
+                        consumer: h.process_number(c),
+                        group: h.group_name(poll.group).to_string(),
+                        key: h.key_name(send.key).to_string(),
+                        received_first: msg_ref(h, m2),
+                        sent_first: msg_ref(h, di),
                     })
                 });
             }
@@ -199,7 +204,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                 *ptr += 1;
             }
             let from = (last + 1).max(i64::from(*ptr));
-            let mut missing: Vec<Value> = Vec::new();
+            let mut missing: Vec<Skipped> = Vec::new();
             let mut n_missing = 0u64;
             for pos in from..i {
                 let s = sends[pos as usize];
@@ -207,27 +212,27 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                     n_missing += 1;
                     if missing.len() < 10 {
                         let x = &h.sends[s as usize];
-                        missing.push(json!({
-                            "value": x.value,
-                            "position": pos,
-                            "send_invoke": x.invoke,
-                            "later_delivered": idx.first[slot as usize][s as usize] != NONE,
-                        }));
+                        missing.push(Skipped {
+                            later_delivered: idx.first[slot as usize][s as usize] != NONE,
+                            position: pos,
+                            send_invoke: x.invoke,
+                            value: x.value,
+                        });
                     }
                 }
             }
             if n_missing > 0 {
                 gap.group_hit(h.group_name(poll.group));
                 gap.hit(|| {
-                    json!({
-                        "key": h.key_name(send.key),
-                        "producer": h.process_number(send.producer),
-                        "consumer": h.process_number(c),
-                        "group": h.group_name(poll.group),
-                        "after_position": if last < 0 { Value::Null } else { json!(last) },
-                        "received": msg_json(h, di),
-                        "missing_count": n_missing,
-                        "missing": missing,
+                    Example::Gap(Gap {
+                        after_position: (last >= 0).then_some(last),
+                        consumer: h.process_number(c),
+                        group: h.group_name(poll.group).to_string(),
+                        key: h.key_name(send.key).to_string(),
+                        missing,
+                        missing_count: n_missing,
+                        producer: h.process_number(send.producer),
+                        received: msg_ref(h, di),
                     })
                 });
             }
@@ -244,12 +249,12 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
             let m2 = ps.1;
             if producers_violated.insert(send.producer) {
                 producer_order.hit(|| {
-                    json!({
-                        "producer": h.process_number(send.producer),
-                        "consumer": h.process_number(c),
-                        "group": h.group_name(poll.group),
-                        "received_first": msg_json(h, m2),
-                        "sent_first": msg_json(h, di),
+                    Example::ProducerOrder(ProducerOrder {
+                        consumer: h.process_number(c),
+                        group: h.group_name(poll.group).to_string(),
+                        producer: h.process_number(send.producer),
+                        received_first: msg_ref(h, m2),
+                        sent_first: msg_ref(h, di),
                     })
                 });
             }
@@ -292,13 +297,13 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                     let prev = st.2;
                     partition_order.hit(|| {
                         let (topic, part) = h.partition(d.partition).unwrap_or((None, -1));
-                        json!({
-                            "topic": topic,
-                            "partition": if d.partition == NONE { Value::Null } else { json!(part) },
-                            "consumer": h.process_number(c),
-                            "group": h.group_name(poll.group),
-                            "earlier": msg_json(h, prev),
-                            "later": msg_json(h, di as u32),
+                        Example::PartitionOrder(PartitionOrder {
+                            consumer: h.process_number(c),
+                            earlier: msg_ref(h, prev),
+                            group: h.group_name(poll.group).to_string(),
+                            later: msg_ref(h, di as u32),
+                            partition: (d.partition != NONE).then_some(part),
+                            topic: topic.map(str::to_string),
                         })
                     });
                 }

@@ -4,9 +4,10 @@
 //! orders, counted by a bounded pairwise search.
 use crate::delivery::Index;
 use crate::found::Found;
+use crate::verdict::evidence::{PairFirst, PairSecond, TotalOrderPair, TotalOrderSplit};
+use crate::verdict::Example;
 use gauntlet_history::model::{History, Outcome, Send, NO_OP};
 use rustc_hash::FxHashMap;
-use serde_json::json;
 
 /// Comparisons allowed for part (b); past this the count is a lower bound.
 pub(crate) const CROSS_BUDGET: u64 = 50_000_000;
@@ -174,13 +175,20 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                             let s2 = &h.sends[d2.send as usize];
                             let poll = &h.polls[d1.poll as usize];
                             found.example(|| {
-                                json!({
-                                    "consumer": h.process_number(poll.process),
-                                    "group": h.group_name(poll.group),
-                                    "first": {"value": s.value, "send_ok": s.complete, "delivered_by": poll.complete},
-                                    "second": {"value": s2.value, "send_invoke": s2.invoke,
-                                               "delivered_by": h.polls[d2.poll as usize].complete},
-                                    "pairs_here": later,
+                                Example::TotalOrderPair(TotalOrderPair {
+                                    consumer: h.process_number(poll.process),
+                                    first: PairFirst {
+                                        delivered_by: poll.complete,
+                                        send_ok: s.complete,
+                                        value: s.value,
+                                    },
+                                    group: h.group_name(poll.group).to_string(),
+                                    pairs_here: later,
+                                    second: PairSecond {
+                                        delivered_by: h.polls[d2.poll as usize].complete,
+                                        send_invoke: s2.invoke,
+                                        value: s2.value,
+                                    },
                                 })
                             });
                         }
@@ -260,12 +268,12 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Findings {
                     let y = &h.sends[sb as usize];
                     if !precedes(x, y) && !precedes(y, x) {
                         found.hit(|| {
-                            json!({
-                                "group": h.group_name(idx.groups[key.0 as usize]),
-                                "consumers": [h.process_number(key.1), h.process_number(key.2)],
-                                "values": [x.value, y.value],
-                                "send_invokes": [x.invoke, y.invoke],
-                                "orders": [[x.value, y.value], [y.value, x.value]],
+                            Example::TotalOrderSplit(TotalOrderSplit {
+                                consumers: [h.process_number(key.1), h.process_number(key.2)],
+                                group: h.group_name(idx.groups[key.0 as usize]).to_string(),
+                                orders: [[x.value, y.value], [y.value, x.value]],
+                                send_invokes: [x.invoke, y.invoke],
+                                values: [x.value, y.value],
                             })
                         });
                     }

@@ -1,6 +1,9 @@
 //! The verdict of the v1.1 contract: validity, a status per guarantee, every anomaly type with its count and evidence.
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub mod evidence;
+pub use evidence::Example;
 use std::fmt;
 use std::str::FromStr;
 
@@ -371,7 +374,9 @@ pub struct Anomaly {
     /// How many: distinct values for message anomalies, else the unit of [`AnomalyKind::unit`].
     pub count: u64,
     /// At most `max_examples`, each naming the ops (by `index`) that prove it.
-    pub examples: Vec<serde_json::Value>,
+    /// Read alone, an anomaly's examples are [`Example::Untyped`]; a [`Verdict`]
+    /// read back types them by their kind.
+    pub examples: Vec<Example>,
     /// Extension: the count per consumer group, where the anomaly is a group's ("" is the default group).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_group: BTreeMap<String, u64>,
@@ -436,6 +441,7 @@ pub struct Verdict {
     pub guarantees: BTreeMap<Guarantee, Status>,
     /// Every anomaly type of the contract with its count (0 when none), and the transaction
     /// anomalies where the history has them.
+    #[serde(deserialize_with = "typed_anomalies")]
     pub anomalies: BTreeMap<AnomalyKind, Anomaly>,
     /// Figures about the history.
     pub stats: Stats,
@@ -480,6 +486,21 @@ pub struct Unjudged {
     pub anomalies: Vec<AnomalyKind>,
     /// What happened, in words (for a panic: its message).
     pub detail: String,
+}
+
+/// Reads the anomalies and types each example by its kind ([`Example::typed`]).
+fn typed_anomalies<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<AnomalyKind, Anomaly>, D::Error> {
+    let mut map = BTreeMap::<AnomalyKind, Anomaly>::deserialize(d)?;
+    for (kind, a) in map.iter_mut() {
+        for e in a.examples.iter_mut() {
+            if let Example::Untyped(json) = e {
+                *e = Example::typed(*kind, std::mem::take(json));
+            }
+        }
+    }
+    Ok(map)
 }
 
 /// Why a run's history is not the whole run (the verdict's `incomplete`).

@@ -336,8 +336,10 @@ fn each_case_reports_what_jepsen_asserts_and_nothing_it_rules_out() {
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
 }
 
-fn examples(v: &Verdict, kind: AnomalyKind) -> &[serde_json::Value] {
-    v.anomalies.get(&kind).map_or(&[], |a| &a.examples[..])
+fn examples(v: &Verdict, kind: AnomalyKind) -> Vec<serde_json::Value> {
+    v.anomalies.get(&kind).map_or(Vec::new(), |a| {
+        a.examples.iter().map(|e| e.to_json()).collect()
+    })
 }
 
 #[test]
@@ -410,4 +412,56 @@ fn the_evidence_is_jepsens_too() {
     };
     assert_eq!(dup("duplicate-aborted-txns"), vec![json!(0)]);
     assert_eq!(dup("duplicate-basic"), vec![json!(1)]);
+}
+
+/// Every example the checkers keep, of the suite and of `examples/`, is typed
+/// when its verdict is read back, and writes back the same bytes.
+#[test]
+fn every_example_reads_back_typed_and_writes_back_the_same() {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [
+        suite(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples"),
+    ] {
+        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let p = e.expect("dir entry").path();
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("edn" | "jsonl")
+            ) {
+                files.push(p);
+            }
+        }
+    }
+    let mut typed = 0;
+    for p in &files {
+        let h = read_path(p).unwrap_or_else(|e| panic!("{e}"));
+        let v = check(&h, &CheckOptions::default());
+        let text = serde_json::to_string_pretty(&v).expect("json");
+        let back: Verdict = serde_json::from_str(&text).expect("read back");
+        for (k, a) in &back.anomalies {
+            for e in &a.examples {
+                assert!(
+                    !matches!(e, gauntlet_checkers::verdict::Example::Untyped(_)),
+                    "{}: an example of {k} was not typed: {}",
+                    p.display(),
+                    e.to_json()
+                );
+                typed += 1;
+            }
+        }
+        // The anomalies only: a float of the stats may read back one ulp off.
+        assert_eq!(back.anomalies, v.anomalies, "{}", p.display());
+        assert_eq!(
+            serde_json::to_string_pretty(&back.anomalies).expect("json"),
+            serde_json::to_string_pretty(&v.anomalies).expect("json"),
+            "{}",
+            p.display()
+        );
+    }
+    assert!(
+        files.len() >= 39 && typed >= 200,
+        "{} files, {typed} examples",
+        files.len()
+    );
 }

@@ -32,7 +32,7 @@ fn jepsen_kafka_history_reads_and_checks() {
         }
     }
     assert_eq!(v.status(Guarantee::ExactlyOnce), Status::Violated);
-    let text = v.anomalies[&AnomalyKind::GSingle].examples[0]["explanation"]
+    let text = v.anomalies[&AnomalyKind::GSingle].examples[0].to_json()["explanation"]
         .as_str()
         .unwrap_or("")
         .to_string();

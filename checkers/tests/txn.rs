@@ -91,7 +91,7 @@ fn assert_txn(v: &Verdict, want: &[(AnomalyKind, u64)]) {
 }
 
 fn explanation(v: &Verdict, k: AnomalyKind) -> String {
-    v.anomalies[&k].examples[0]["explanation"]
+    v.anomalies[&k].examples[0].to_json()["explanation"]
         .as_str()
         .unwrap_or("")
         .to_string()
@@ -110,7 +110,7 @@ fn g0_write_cycle() {
     let v = h.verdict();
     assert_txn(&v, &[(AnomalyKind::G0, 1)]);
     assert_eq!(v.status(Guarantee::ExactlyOnce), Status::Violated);
-    let e = &v.anomalies[&AnomalyKind::G0].examples[0];
+    let e = &v.anomalies[&AnomalyKind::G0].examples[0].to_json();
     assert_eq!(e["steps"].as_array().map(Vec::len), Some(2));
     assert_eq!(e["steps"][0]["type"], "ww");
     let text = explanation(&v, AnomalyKind::G0);
@@ -132,7 +132,7 @@ fn g1c_circular_information_flow() {
     let v = h.verdict();
     assert_txn(&v, &[(AnomalyKind::G1c, 1)]);
     assert_eq!(v.status(Guarantee::ExactlyOnce), Status::Violated);
-    let e = &v.anomalies[&AnomalyKind::G1c].examples[0];
+    let e = &v.anomalies[&AnomalyKind::G1c].examples[0].to_json();
     let kinds: Vec<&str> = e["steps"]
         .as_array()
         .into_iter()
@@ -157,7 +157,7 @@ fn g_single_read_skew() {
     let v = h.verdict();
     assert_txn(&v, &[(AnomalyKind::GSingle, 1)]);
     assert_eq!(v.status(Guarantee::ExactlyOnce), Status::Violated);
-    let e = &v.anomalies[&AnomalyKind::GSingle].examples[0];
+    let e = &v.anomalies[&AnomalyKind::GSingle].examples[0].to_json();
     let kinds: Vec<&str> = e["steps"]
         .as_array()
         .into_iter()
@@ -211,7 +211,7 @@ fn g1b_intermediate_read() {
     let v = h.verdict();
     assert_txn(&v, &[(AnomalyKind::G1b, 1), (AnomalyKind::IntPollSkip, 1)]);
     assert_eq!(v.status(Guarantee::ExactlyOnce), Status::Violated);
-    let e = &v.anomalies[&AnomalyKind::G1b].examples[0];
+    let e = &v.anomalies[&AnomalyKind::G1b].examples[0].to_json();
     assert_eq!(
         (e["read"].as_i64(), e["missed"].as_i64()),
         (Some(1), Some(2))
@@ -256,7 +256,7 @@ fn poll_skip() {
         ],
     );
     assert_eq!(
-        v.anomalies[&AnomalyKind::PollSkip].examples[0]["skipped"],
+        v.anomalies[&AnomalyKind::PollSkip].examples[0].to_json()["skipped"],
         json!([1])
     );
     // Kafka-style anomalies are evidence; they judge no guarantee by themselves.

@@ -160,8 +160,10 @@ fn assert_exact(v: &Verdict, want: &[(A, u64)]) {
     );
 }
 
-fn examples(v: &Verdict, k: A) -> &[Value] {
-    v.anomalies.get(&k).map_or(&[], |a| &a.examples[..])
+fn examples(v: &Verdict, k: A) -> Vec<Value> {
+    v.anomalies.get(&k).map_or(Vec::new(), |a| {
+        a.examples.iter().map(|e| e.to_json()).collect()
+    })
 }
 
 // ---------------------------------------------------------------------------

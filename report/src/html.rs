@@ -9,6 +9,7 @@
 use crate::escape::{cut, html as esc};
 use crate::nemesis::{self, Faults};
 use crate::scenario::{self, ScenarioInfo, DELIVERY_FIGURES, ORDERING_FIGURES};
+use crate::sentence::sentence;
 use gauntlet_checkers::{breaks, AnomalyKind, Guarantee, Status, Validity, Verdict};
 use gauntlet_history::model::{History, Outcome, NONE, NO_OP};
 use std::collections::BTreeMap;
@@ -26,7 +27,8 @@ pub const MAX_LANES: usize = 48;
 pub const BUCKETS: usize = 300;
 /// Examples shown per anomaly type, at most.
 pub const MAX_EXAMPLES: usize = 20;
-/// Characters of one example's JSON, at most.
+/// Characters of one example's record (its JSON) and of its sentence, at most:
+/// a bound for keys and names of any length.
 pub const MAX_EXAMPLE_CHARS: usize = 4000;
 /// Keys with anomalies that get a sent/received plot, at most.
 pub const MAX_KEY_PLOTS: usize = 4;
@@ -66,6 +68,7 @@ tr.zero td{color:var(--mute)}
 .tag{display:inline-block;white-space:nowrap;font-size:12px;padding:0 6px;border-radius:10px;border:1px solid var(--line);color:var(--mute);margin:1px 2px}
 .tag.bad{border-color:var(--bad);color:var(--bad)}
 details summary{cursor:pointer;color:#0969da}
+ol.ex{margin:6px 0;padding-left:22px}ol.ex li{margin:6px 0}details.record summary{font-size:12px}
 pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px 10px;overflow:auto;max-height:420px;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-all}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .note{color:var(--mute);font-size:13px;margin:4px 0}
@@ -75,6 +78,7 @@ svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .axis{stroke:#8c959f;stroke-width:1}
 svg .fault{fill:var(--fault);opacity:.35}
 svg .fault-iv{fill:#cf222e;opacity:.25}
+svg .open-end{font-size:9px;fill:#cf222e}
 svg .instant{stroke:#cf222e;stroke-width:1.5;stroke-dasharray:3 2}
 svg .lane{fill:#f6f8fa}
 .s-ok{fill:#0969da}.s-poll{fill:#2da44e}.s-info{fill:#bf8700}.s-fail{fill:#cf222e}.s-miss{fill:#cf222e}
@@ -253,7 +257,7 @@ fn draw_faults(
                     iv.f, iv.target, iv.start_index, f, i
                 ),
                 _ => format!(
-                    "{} {} (op {}), never ended",
+                    "{} {} (op {}), never ended: still open at the end of the history",
                     iv.f, iv.target, iv.start_index
                 ),
             };
@@ -262,6 +266,14 @@ fn draw_faults(
                 r#"<rect class="fault-iv" x="{x0:.1}" y="{ly:.1}" width="{:.1}" height="{lh:.1}"><title>{}</title></rect>"#,
                 (x1 - x0).max(1.5),
                 esc(&cut(&label, 200))
+            );
+        }
+        if faults.open_at_end().next().is_some() {
+            let _ = write!(
+                out,
+                r#"<text class="open-end" x="{:.1}" y="{:.1}" text-anchor="end">open at end</text>"#,
+                ax.x(h.counts.last_time) - 3.0,
+                ly + lh - 1.5
             );
         }
     }
@@ -414,7 +426,7 @@ fn anomaly_role(v: &Verdict, k: AnomalyKind) -> String {
 }
 
 fn anomalies(out: &mut String, v: &Verdict) {
-    out.push_str(r#"<section id="anomalies"><h2>Anomalies</h2><p class="note">Counts are distinct values (or the unit given). Examples name ops by their <code>index</code> in the history; open a row to see them.</p><table><tr><th>anomaly</th><th>count</th><th>unit</th><th>role</th><th>by group</th><th>evidence</th></tr>"#);
+    out.push_str(r#"<section id="anomalies"><h2>Anomalies</h2><p class="note">Counts are distinct values (or the unit given). Each example is said in words, naming ops by their <code>index</code> in the history; open a row to see them, and an example's record for its JSON as in verdict.json.</p><table><tr><th>anomaly</th><th>count</th><th>unit</th><th>role</th><th>by group</th><th>evidence</th></tr>"#);
     for k in v.kinds() {
         let a = v.anomalies.get(&k);
         let count = a.map_or(0, |a| a.count);
@@ -433,21 +445,22 @@ fn anomalies(out: &mut String, v: &Verdict) {
             .unwrap_or_default();
         let mut evidence = String::new();
         if let Some(a) = a.filter(|a| !a.examples.is_empty()) {
-            let first = a.examples[0].to_string();
             let _ = write!(
                 evidence,
-                "<details><summary>{} example(s): <code>{}</code></summary>",
+                "<details><summary>{} example(s): {}</summary><ol class=\"ex\">",
                 a.examples.len(),
-                esc(&cut(&first, 100))
+                esc(&cut(&sentence(k, &a.examples[0]), MAX_EXAMPLE_CHARS))
             );
             for e in a.examples.iter().take(MAX_EXAMPLES) {
-                let pretty = serde_json::to_string_pretty(e).unwrap_or_else(|_| e.to_string());
+                let pretty = serde_json::to_string_pretty(e).unwrap_or_default();
                 let _ = write!(
                     evidence,
-                    "<pre>{}</pre>",
+                    "<li>{}<details class=\"record\"><summary>record</summary><pre>{}</pre></details></li>",
+                    esc(&cut(&sentence(k, e), MAX_EXAMPLE_CHARS)),
                     esc(&cut(&pretty, MAX_EXAMPLE_CHARS))
                 );
             }
+            evidence.push_str("</ol>");
             if a.examples.len() > MAX_EXAMPLES {
                 let _ = write!(
                     evidence,
@@ -624,7 +637,7 @@ fn timeline(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
     let top = 10.0;
     let bottom = top + lanes as f64 * LANE_H;
     let height = bottom + 24.0;
-    out.push_str(r#"<section id="timeline-section"><h2>Timeline</h2><p class="note">Operations over time: all processes together, then each process. Shaded: some fault is active; the nemesis lane shows each fault (hover for what it was); dashed lines are instant fault events.</p>"#);
+    out.push_str(r#"<section id="timeline-section"><h2>Timeline</h2><p class="note">Operations over time: all processes together, then each process. Shaded: some fault is active; the nemesis lane shows each fault (hover for what it was); dashed lines are instant faults and events; a fault that never ended is shaded to the end and named under Faults.</p>"#);
     out.push_str(r#"<p class="legend"><span><i class="s-ok"></i>send ok</span><span><i class="s-info"></i>send info (unknown)</span><span><i class="s-fail"></i>send fail</span><span><i class="s-poll"></i>poll ok</span><span><i style="background:#ffb3b3"></i>fault</span>"#);
     if !missing.is_empty() {
         out.push_str(
@@ -1002,22 +1015,10 @@ fn anomaly_keys(h: &History, v: &Verdict) -> Vec<(u32, u32, Vec<&'static str>)> 
             continue;
         };
         for e in &a.examples {
-            let Some(key) = e.get("key").and_then(|x| x.as_str()) else {
+            let Some(key) = e.key() else {
                 continue;
             };
-            let group = e
-                .get("group")
-                .and_then(|g| g.as_str())
-                .or_else(|| {
-                    e.get("groups")
-                        .and_then(|g| g.get(0))
-                        .and_then(|g| g.as_str())
-                })
-                .or_else(|| {
-                    e.get("delivery")
-                        .and_then(|d| d.get("group"))
-                        .and_then(|g| g.as_str())
-                });
+            let group = e.group();
             let Some(kid) = h.keys.get(key) else { continue };
             let gid = match group.and_then(|g| h.groups.get(g)) {
                 Some(g) => g,
@@ -1155,22 +1156,112 @@ fn key_plots(out: &mut String, h: &History, v: &Verdict) {
     out.push_str("</div></section>\n");
 }
 
+/// A fault still open at the end, in words: "partition n1 (op 7, from 6.0s)".
+fn open_words(iv: &nemesis::Interval, at: &dyn Fn(u64) -> String) -> String {
+    let target = if iv.target.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", cut(&iv.target, 120))
+    };
+    format!(
+        "{}{target} (op {}, from {})",
+        cut(&iv.f, 80),
+        iv.start_index,
+        at(iv.start_time)
+    )
+}
+
 fn fault_table(out: &mut String, h: &History, faults: &Faults) {
     out.push_str(r#"<section id="faults"><h2>Faults</h2>"#);
     if h.nemesis.is_empty() {
         out.push_str("<p class=\"note\">No nemesis events in this history.</p></section>\n");
         return;
     }
+    let t0 = h.counts.first_time;
+    let at = |t: u64| fmt_ns(t.saturating_sub(t0) as f64);
+    let open: Vec<&nemesis::Interval> = faults.open_at_end().collect();
     let _ = write!(
         out,
-        "<p class=\"note\">{} nemesis events, {} fault intervals ({} never ended), {} instant events. A fault lasts from its event to the one that ends it (kill to start, pause to resume, partition to heal, start-X to stop-X, a value with <code>\"end\": true</code>); one never ended is shaded to the end.</p>",
+        "<p class=\"note\">{} nemesis events: {} fault{} with a duration ({} healed, {} still open at the end of the history) and {} instant event{} (drawn as marks). A fault lasts from its event to the one that ends it (kill to start, pause to resume, partition to heal, start-X to stop-X, a value with <code>\"end\": true</code>); a start whose value says <code>\"instant\": true</code>, or a consumer kill, is an instant.</p>",
         h.nemesis.len(),
         faults.intervals.len(),
-        faults.intervals.iter().filter(|i| i.end_time.is_none()).count(),
-        faults.instants.len()
+        if faults.intervals.len() == 1 { "" } else { "s" },
+        faults.intervals.len() - open.len(),
+        open.len(),
+        faults.instants.len(),
+        if faults.instants.len() == 1 { "" } else { "s" },
     );
+    if !open.is_empty() {
+        let names: Vec<String> = open.iter().take(20).map(|iv| open_words(iv, &at)).collect();
+        let _ = write!(
+            out,
+            "<p class=\"open-faults\"><b>Never ended:</b> {}{}; shaded to the end of the history.</p>",
+            esc(&names.join("; ")),
+            if open.len() > 20 {
+                format!(" and {} more", open.len() - 20)
+            } else {
+                String::new()
+            }
+        );
+    }
+    // Every fault and instant, in time order.
+    let mut rows: Vec<(u64, String)> = Vec::new();
+    for iv in &faults.intervals {
+        let (span, how) = match (iv.end_time, iv.end_index, &iv.end_f) {
+            (Some(t), Some(i), Some(f)) => (
+                format!("{} to {}", at(iv.start_time), at(t)),
+                format!(
+                    "ended by {f} (op {i}) after {}",
+                    fmt_ns(t.saturating_sub(iv.start_time) as f64)
+                ),
+            ),
+            _ => (
+                format!("{} to the end", at(iv.start_time)),
+                format!(
+                    "never ended: still open at the end of the history, {} after it started",
+                    fmt_ns(h.counts.last_time.saturating_sub(iv.start_time) as f64)
+                ),
+            ),
+        };
+        rows.push((
+            iv.start_time,
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+                esc(&span),
+                esc(&cut(&iv.f, 80)),
+                esc(&cut(&iv.target, 120)),
+                iv.start_index,
+                esc(&how)
+            ),
+        ));
+    }
+    for &i in &faults.instants {
+        let Some(e) = h.nemesis.get(i) else { continue };
+        rows.push((
+            e.time,
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>instant</td></tr>",
+                esc(&at(e.time)),
+                esc(&cut(&e.f, 80)),
+                esc(&cut(&nemesis::target_of(&e.value), 120)),
+                e.index
+            ),
+        ));
+    }
+    rows.sort_by_key(|r| r.0);
+    out.push_str("<table class=\"fault-list\"><tr><th>when</th><th>fault</th><th>target</th><th>op</th><th>how it ended</th></tr>");
+    for (_, r) in rows.iter().take(MAX_ROWS) {
+        out.push_str(r);
+    }
+    out.push_str("</table>");
+    if rows.len() > MAX_ROWS {
+        let _ = write!(
+            out,
+            "<p class=\"note\">{} more not shown.</p>",
+            rows.len() - MAX_ROWS
+        );
+    }
     out.push_str("<details><summary>nemesis events</summary><table><tr><th>index</th><th>time</th><th>type</th><th>f</th><th>value</th></tr>");
-    let t0 = h.counts.first_time;
     for e in h.nemesis.iter().take(MAX_ROWS) {
         let _ = write!(
             out,

@@ -32,7 +32,12 @@ fn examples(v: &Verdict, kinds: &[AnomalyKind]) -> String {
         };
         let _ = writeln!(body, "{}: {} {}", k.name(), a.count, k.unit());
         for e in a.examples.iter().take(FAILURE_EXAMPLES) {
-            let _ = writeln!(body, "  {}", cut(&e.to_string(), 2000));
+            let _ = writeln!(
+                body,
+                "  {}\n    {}",
+                cut(&crate::sentence::sentence(k, e), 2000),
+                cut(&e.to_json().to_string(), 2000)
+            );
         }
         if a.count > FAILURE_EXAMPLES.min(a.examples.len()) as u64 {
             let _ = writeln!(

@@ -27,6 +27,7 @@ pub mod index;
 pub mod junit;
 pub mod nemesis;
 pub mod scenario;
+pub mod sentence;
 pub mod serve;
 pub mod terminal;
 

@@ -4,6 +4,11 @@
 //! its `f`, `type` and raw `value`. A fault is shown as an interval from the
 //! event that starts it to the event that ends it, paired by this rule:
 //!
+//! * A start event whose value says `"instant": true` (Gauntlet's runs write it
+//!   into the start events of a fault that ends at once, such as
+//!   `kill-consumer`) is an instant fault, drawn as a mark: the other events
+//!   of its `fault_id` (its `info`, an end that came at once) are part of it,
+//!   and the mark is its `info` when it has one (it says what the fault did).
 //! * Events whose values carry the same `fault_id` (Gauntlet's own runs write
 //!   the fault's position in the schedule into its start and end events) are
 //!   one fault: the first starts it, the next with another `f` (or `"end":
@@ -27,7 +32,11 @@
 //! * An `invoke` followed by the `info` of the same `f` and target (Jepsen's
 //!   nemesis writes both) is one event: the second one is not a new fault.
 //! * A `heal` with nothing open, or any end with nothing to end, is an instant.
-//! * A fault still open at the end of the history lasts until its last op.
+//! * A `kill-consumer` that nothing ended is an instant fault too (a history
+//!   written before the runs said `"instant"`): the consumer came back as a
+//!   new process at once.
+//! * A fault still open at the end of the history lasts until its last op,
+//!   and the report says in words that it never ended.
 use gauntlet_history::model::NemesisEvent;
 use gauntlet_history::OpType;
 
@@ -55,8 +64,16 @@ pub struct Interval {
 pub struct Faults {
     /// The faults that lasted, in the order they started.
     pub intervals: Vec<Interval>,
-    /// The events that neither started nor ended a fault, as indices into the event list.
+    /// The instant faults and the events that neither started nor ended a
+    /// fault, as indices into the event list, in order.
     pub instants: Vec<usize>,
+}
+
+impl Faults {
+    /// The faults still open at the end of the history.
+    pub fn open_at_end(&self) -> impl Iterator<Item = &Interval> {
+        self.intervals.iter().filter(|i| i.end_time.is_none())
+    }
 }
 
 fn parse_value(raw: &str) -> Option<serde_json::Value> {
@@ -92,6 +109,11 @@ fn fault_id(raw: &str) -> Option<u64> {
         serde_json::Value::Object(m) => m.get("fault_id")?.as_u64(),
         _ => None,
     }
+}
+
+/// The value says the fault ends at once (`"instant": true`).
+fn is_instant(raw: &str) -> bool {
+    matches!(parse_value(raw), Some(serde_json::Value::Object(m)) if m.get("instant") == Some(&serde_json::Value::Bool(true)))
 }
 
 fn is_end_marked(raw: &str) -> bool {
@@ -131,6 +153,10 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
     // The fault id of each interval, and the ids whose fault has ended.
     let mut ids: Vec<Option<u64>> = Vec::new();
     let mut ended_ids = std::collections::BTreeSet::new();
+    // The position in out.instants of each instant fault with an id.
+    let mut instant_of = std::collections::BTreeMap::<u64, usize>::new();
+    // The event that started each interval.
+    let mut started_by: Vec<usize> = Vec::new();
     let mut last: Option<(OpType, String, String, usize)> = None;
     for (i, e) in events.iter().enumerate() {
         let f = e.f.as_str();
@@ -138,6 +164,22 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
         let id = fault_id(&e.value);
         if let Some(id) = id {
             if ended_ids.contains(&id) {
+                // The info after an instant's invoke says what it did (which
+                // process it killed): the mark is that event.
+                if let Some(&k) = instant_of.get(&id) {
+                    let first = &events[out.instants[k]];
+                    if first.kind == OpType::Invoke && e.kind != OpType::Invoke && first.f == e.f {
+                        out.instants[k] = i;
+                    }
+                }
+                continue;
+            }
+            if is_instant(&e.value) && !open.iter().any(|&o| ids[o] == Some(id)) {
+                // An instant fault: a mark; the rest of its id is part of it.
+                instant_of.insert(id, out.instants.len());
+                out.instants.push(i);
+                ended_ids.insert(id);
+                last = None;
                 continue;
             }
             if let Some(k) = open.iter().position(|&o| ids[o] == Some(id)) {
@@ -162,6 +204,10 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
             }
         }
         last = Some((e.kind, f.to_string(), target.clone(), i));
+        if is_instant(&e.value) {
+            out.instants.push(i);
+            continue;
+        }
         let mut close = |pred: &dyn Fn(&Interval) -> bool, all: bool| -> bool {
             let mut closed = false;
             let mut k = open.len();
@@ -232,6 +278,7 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
                 }
                 open.push(out.intervals.len());
                 ids.push(id);
+                started_by.push(i);
                 out.intervals.push(Interval {
                     f: e.f.clone(),
                     target,
@@ -244,6 +291,18 @@ pub fn faults(events: &[NemesisEvent]) -> Faults {
             }
         }
     }
+    // A consumer kill nothing ended was an instant: the consumer came back at once.
+    let mut k = 0;
+    while k < out.intervals.len() {
+        let iv = &out.intervals[k];
+        if iv.end_time.is_none() && iv.f == "kill-consumer" {
+            out.intervals.remove(k);
+            out.instants.push(started_by.remove(k));
+        } else {
+            k += 1;
+        }
+    }
+    out.instants.sort_unstable();
     out
 }
 
@@ -429,5 +488,120 @@ mod tests {
             ]
         );
         assert!(got.instants.is_empty(), "{:?}", got.instants);
+    }
+}
+
+#[cfg(test)]
+mod drawn_as_they_were {
+    use super::*;
+
+    fn ev(index: u64, kind: OpType, f: &str, value: &str) -> NemesisEvent {
+        NemesisEvent {
+            index,
+            time: index * 10,
+            kind,
+            f: f.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn an_instant_fault_is_a_mark_a_healed_one_an_interval_an_open_one_stays_open() {
+        let events = vec![
+            // kill-consumer as Gauntlet's runs write it: both start events say instant.
+            ev(
+                1,
+                OpType::Invoke,
+                "kill-consumer",
+                r#"{"fault":"kill-consumer","target":"","fault_id":0,"instant":true}"#,
+            ),
+            ev(
+                2,
+                OpType::Info,
+                "kill-consumer",
+                r#"{"process":4,"fault_id":0,"instant":true}"#,
+            ),
+            // A kill of a broker, healed by its start.
+            ev(
+                3,
+                OpType::Invoke,
+                "kill",
+                r#"{"fault":"kill-broker","target":"n2","fault_id":1}"#,
+            ),
+            ev(4, OpType::Info, "kill", r#"{"node":"n2","fault_id":1}"#),
+            ev(
+                5,
+                OpType::Invoke,
+                "start",
+                r#"{"target":"n2","fault_id":1}"#,
+            ),
+            ev(6, OpType::Info, "start", r#"{"node":"n2","fault_id":1}"#),
+            // A partition nothing healed.
+            ev(
+                7,
+                OpType::Invoke,
+                "partition",
+                r#"{"fault":"partition","target":"n1","fault_id":2}"#,
+            ),
+            ev(
+                8,
+                OpType::Info,
+                "partition",
+                r#"{"nodes":["n1"],"fault_id":2}"#,
+            ),
+        ];
+        let got = faults(&events);
+        let spans: Vec<(&str, u64, Option<u64>)> = got
+            .intervals
+            .iter()
+            .map(|i| (i.f.as_str(), i.start_index, i.end_index))
+            .collect();
+        assert_eq!(spans, vec![("kill", 3, Some(5)), ("partition", 7, None)]);
+        // The mark is the info, which names the process killed.
+        assert_eq!(got.instants, vec![1]);
+        assert_eq!(target_of(&events[1].value), "4");
+        let open: Vec<&str> = got.open_at_end().map(|i| i.f.as_str()).collect();
+        assert_eq!(open, vec!["partition"]);
+    }
+
+    #[test]
+    fn a_consumer_kill_nothing_ended_is_an_instant_without_the_flag_too() {
+        // As Gauntlet wrote it before the runs said "instant".
+        let events = vec![
+            ev(
+                1,
+                OpType::Invoke,
+                "kill-consumer",
+                r#"{"fault":"kill-consumer","target":"","fault_id":0}"#,
+            ),
+            ev(
+                2,
+                OpType::Info,
+                "kill-consumer",
+                r#"{"process":4,"fault_id":0}"#,
+            ),
+            ev(3, OpType::Info, "pause", r#"{"node":"n1"}"#),
+        ];
+        let got = faults(&events);
+        assert_eq!(got.instants, vec![0]);
+        assert_eq!(got.intervals.len(), 1);
+        assert_eq!(got.intervals[0].f, "pause");
+        // Near miss: one that was ended stays an interval (the first test of this file).
+    }
+
+    #[test]
+    fn an_instant_flag_without_an_id_is_a_mark_once() {
+        let events = vec![
+            ev(
+                1,
+                OpType::Invoke,
+                "bump",
+                r#"{"instant":true,"target":"n1"}"#,
+            ),
+            ev(2, OpType::Info, "bump", r#"{"instant":true,"target":"n1"}"#),
+        ];
+        let got = faults(&events);
+        assert!(got.intervals.is_empty());
+        assert_eq!(got.instants, vec![0]);
     }
 }

@@ -43,14 +43,14 @@ pub fn summary(v: &Verdict, source: &str) -> String {
         g.push_record([guarantee.name(), expected, mark(v.status(guarantee))]);
     }
     let mut a = Builder::default();
-    a.push_record(["anomaly", "count", "unit", "first example (op indices)"]);
+    a.push_record(["anomaly", "count", "unit", "first example (ops by index)"]);
     for kind in v.kinds() {
         let an = v.anomalies.get(&kind);
         let count = an.map_or(0, |x| x.count);
         let example = an
             .and_then(|x| x.examples.first())
             .map(|e| {
-                let t = e.to_string();
+                let t = crate::sentence::sentence(kind, e);
                 if t.chars().count() > 90 {
                     let cut: String = t.chars().take(87).collect();
                     format!("{cut}...")

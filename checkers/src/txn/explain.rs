@@ -2,8 +2,9 @@
 //! the next, and the contradiction; the same facts as data in the example.
 use super::spec::{kind_name, PROCESS, REALTIME, RW, WR, WW};
 use super::{Ctx, Cycle, Source};
+use crate::verdict::evidence::{Cycle as CycleExample, Step, TxnObject, TxnOp};
+use crate::verdict::Example;
 use gauntlet_history::model::{Outcome, NONE, NO_OP};
-use serde_json::{json, Value};
 
 fn outcome_name(o: Outcome) -> &'static str {
     match o {
@@ -22,29 +23,29 @@ pub(crate) fn obj_name(cx: &Ctx<'_>, obj: u32) -> String {
     }
 }
 
-pub(crate) fn obj_json(cx: &Ctx<'_>, obj: u32) -> Value {
-    match cx.h.partition(obj) {
-        Some((Some(t), p)) => json!({"topic": t, "partition": p}),
-        Some((None, p)) => json!({"partition": p}),
-        None => Value::Null,
-    }
+pub(crate) fn obj_ref(cx: &Ctx<'_>, obj: u32) -> Option<TxnObject> {
+    cx.h.partition(obj).map(|(t, p)| TxnObject {
+        partition: p,
+        topic: t.map(str::to_string),
+    })
 }
 
 /// An item as data: what it was, who ran it, how it ended, its op indices.
-pub(crate) fn item_json(cx: &Ctx<'_>, i: u32) -> Value {
+pub(crate) fn item_ref(cx: &Ctx<'_>, i: u32) -> TxnOp {
     let it = &cx.items[i as usize];
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
         Source::Poll(_) => "poll",
     };
-    json!({
-        "f": f,
-        "process": cx.h.process_number(it.process),
-        "type": outcome_name(it.outcome),
-        "invoke": it.invoke,
-        "complete": if it.complete == NO_OP { Value::Null } else { json!(it.complete) },
-    })
+    TxnOp {
+        complete: (it.complete != NO_OP).then_some(it.complete),
+        f: f.to_string(),
+        invoke: it.invoke,
+        name: None,
+        process: cx.h.process_number(it.process),
+        outcome: outcome_name(it.outcome).to_string(),
+    }
 }
 
 fn item_text(cx: &Ctx<'_>, i: u32) -> String {
@@ -68,9 +69,19 @@ fn item_text(cx: &Ctx<'_>, i: u32) -> String {
 }
 
 /// The facts behind the edge `a -> b` of kind `k`, as data and as a sentence.
-fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, String) {
+fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Step, String) {
     let v = &cx.v;
-    let mut data = json!({"from": an, "to": bn, "type": kind_name(k)});
+    let mut data = Step {
+        completed: None,
+        from: an.to_string(),
+        invoked: None,
+        object: None,
+        process: None,
+        to: bn.to_string(),
+        edge: kind_name(k).to_string(),
+        value: None,
+        value_next: None,
+    };
     let text = match k {
         WW => {
             let mut hit = None;
@@ -94,9 +105,9 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
             }
             match hit {
                 Some((p1, p2)) => {
-                    data["object"] = obj_json(cx, v.obj[p1]);
-                    data["value"] = json!(v.values[p1]);
-                    data["value_next"] = json!(v.values[p2]);
+                    data.object = Some(obj_ref(cx, v.obj[p1]));
+                    data.value = Some(v.values[p1]);
+                    data.value_next = Some(v.values[p2]);
                     format!(
                         "{an} sent {} to {} and {bn} sent {}, the next version there (ww)",
                         v.values[p1],
@@ -114,8 +125,8 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
                 .find(|r| r.pos != NONE && v.writer[r.pos as usize] == a);
             match hit {
                 Some(r) => {
-                    data["object"] = obj_json(cx, r.obj);
-                    data["value"] = json!(r.value);
+                    data.object = Some(obj_ref(cx, r.obj));
+                    data.value = Some(r.value);
                     format!(
                         "{an} sent {} to {}, which {bn} read (wr)",
                         r.value,
@@ -149,9 +160,9 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
             }
             match hit {
                 Some((obj, p, n)) => {
-                    data["object"] = obj_json(cx, obj);
-                    data["value"] = json!(v.values[p as usize]);
-                    data["value_next"] = json!(v.values[n as usize]);
+                    data.object = Some(obj_ref(cx, obj));
+                    data.value = Some(v.values[p as usize]);
+                    data.value_next = Some(v.values[n as usize]);
                     format!(
                         "{an}'s last read of {} was {}, and {bn} sent {}, a later version (rw)",
                         obj_name(cx, obj),
@@ -164,13 +175,13 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
         }
         PROCESS => {
             let p = cx.h.process_number(cx.items[a as usize].process);
-            data["process"] = json!(p);
+            data.process = Some(p);
             format!("process {p} ran {an} before {bn} (process)")
         }
         REALTIME => {
             let (ia, ib) = (&cx.items[a as usize], &cx.items[b as usize]);
-            data["completed"] = json!(ia.complete);
-            data["invoked"] = json!(ib.invoke);
+            data.completed = Some(ia.complete);
+            data.invoked = Some(ib.invoke);
             format!(
                 "{an} completed (op {}) before {bn} was invoked (op {}) (realtime)",
                 ia.complete, ib.invoke
@@ -182,7 +193,7 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Value, Stri
 }
 
 /// A cycle as an example: its transactions, its steps, and the proof in words.
-pub(crate) fn cycle(cx: &Ctx<'_>, c: &Cycle) -> Value {
+pub(crate) fn cycle(cx: &Ctx<'_>, c: &Cycle) -> Example {
     let nodes: Vec<u32> = c.steps.iter().map(|s| s.0).collect();
     let name = |i: u32| {
         let k = nodes.iter().position(|&x| x == i).unwrap_or(0);
@@ -192,8 +203,8 @@ pub(crate) fn cycle(cx: &Ctx<'_>, c: &Cycle) -> Value {
     let mut txns = Vec::new();
     for (k, &i) in nodes.iter().enumerate() {
         text.push_str(&format!("  T{} = {}\n", k + 1, item_text(cx, i)));
-        let mut j = item_json(cx, i);
-        j["name"] = json!(format!("T{}", k + 1));
+        let mut j = item_ref(cx, i);
+        j.name = Some(format!("T{}", k + 1));
         txns.push(j);
     }
     text.push_str("Then:\n");
@@ -222,10 +233,10 @@ pub(crate) fn cycle(cx: &Ctx<'_>, c: &Cycle) -> Value {
             }
         })
         .collect();
-    json!({
-        "ops": ops,
-        "cycle": txns,
-        "steps": steps,
-        "explanation": text,
+    Example::Cycle(CycleExample {
+        cycle: txns,
+        explanation: text,
+        ops,
+        steps,
     })
 }

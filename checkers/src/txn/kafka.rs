@@ -3,13 +3,14 @@
 //! of how a process's polls and sends move through each partition
 //! (`jepsen.tests.kafka`: poll-skip, nonmonotonic-poll, nonmonotonic-send,
 //! int-poll-skip, int-nonmonotonic-poll, int-send-skip, int-nonmonotonic-send).
-use super::explain::{item_json, obj_json};
+use super::explain::{item_ref, obj_ref};
 use super::{Access, Ctx, Item, Source};
 use crate::found::Found;
+use crate::verdict::evidence::{G1b, Precommitted, Versions};
 use crate::verdict::AnomalyKind;
+use crate::verdict::Example;
 use gauntlet_history::model::{Outcome, NONE};
 use rustc_hash::FxHashMap;
-use serde_json::json;
 
 /// The slot of `k` in `found`; past its end when the pass does not judge `k`.
 fn get(found: &mut [(AnomalyKind, Found)], k: AnomalyKind) -> usize {
@@ -20,7 +21,7 @@ fn get(found: &mut [(AnomalyKind, Found)], k: AnomalyKind) -> usize {
 }
 
 /// Counts a hit of the anomaly in `slot` (nothing when this pass does not judge it).
-fn hit(found: &mut [(AnomalyKind, Found)], slot: usize, f: impl FnOnce() -> serde_json::Value) {
+fn hit(found: &mut [(AnomalyKind, Found)], slot: usize, f: impl FnOnce() -> Example) {
     if let Some((_, x)) = found.get_mut(slot) {
         x.hit(f);
     }
@@ -126,14 +127,25 @@ fn internal(
                 let delta = i64::from(cx.v.idx[a.pos as usize]) - i64::from(cx.v.idx[p1 as usize]);
                 if delta > 1 && readers.skipped(cx, group, p1, a.pos).next().is_some() {
                     hit(found, skip, || {
-                        json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
-                               "values": [v1, a.value], "delta": delta,
-                               "skipped": readers.skipped(cx, group, p1, a.pos).take(20).collect::<Vec<i64>>()})
+                        Example::Versions(Versions {
+                            delta,
+                            object: obj_ref(cx, a.obj),
+                            op: Some(item_ref(cx, i)),
+                            ops: None,
+                            skipped: Some(readers.skipped(cx, group, p1, a.pos).take(20).collect()),
+                            values: [v1, a.value],
+                        })
                     });
                 } else if delta < 1 {
                     hit(found, back, || {
-                        json!({"op": item_json(cx, i), "object": obj_json(cx, a.obj),
-                               "values": [v1, a.value], "delta": delta})
+                        Example::Versions(Versions {
+                            delta,
+                            object: obj_ref(cx, a.obj),
+                            op: Some(item_ref(cx, i)),
+                            ops: None,
+                            skipped: None,
+                            values: [v1, a.value],
+                        })
                     });
                 }
                 x.1 = a.pos;
@@ -174,11 +186,13 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 .iter()
                 .find(|r| writes.iter().any(|w| w.value == r.value))
             {
-                hit(
-                    found,
-                    pre,
-                    || json!({"op": item_json(cx, i), "value": r.value, "object": obj_json(cx, r.obj)}),
-                );
+                hit(found, pre, || {
+                    Example::Precommitted(Precommitted {
+                        object: obj_ref(cx, r.obj),
+                        op: item_ref(cx, i),
+                        value: r.value,
+                    })
+                });
             }
         }
         // G1b: a committed reader read another transaction's write to an
@@ -217,9 +231,14 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 if let (false, Some(past)) = (read_later, past) {
                     seen.push((t, r.obj));
                     hit(found, g1b, || {
-                        json!({"reader": item_json(cx, i), "writer": item_json(cx, t),
-                               "object": obj_json(cx, r.obj), "read": r.value,
-                               "missed": later.value, "then_read": past.value})
+                        Example::G1b(G1b {
+                            missed: later.value,
+                            object: obj_ref(cx, r.obj),
+                            read: r.value,
+                            reader: item_ref(cx, i),
+                            then_read: past.value,
+                            writer: item_ref(cx, t),
+                        })
                     });
                 }
             }
@@ -260,14 +279,25 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
             let group = named_group(cx, it);
             if delta > 1 && readers.skipped(cx, group, p1, p2).next().is_some() {
                 hit(found, ps, || {
-                    json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
-                           "values": [v1, v2], "delta": delta,
-                           "skipped": readers.skipped(cx, group, p1, p2).take(20).collect::<Vec<i64>>()})
+                    Example::Versions(Versions {
+                        delta,
+                        object: obj_ref(cx, obj),
+                        op: None,
+                        ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                        skipped: Some(readers.skipped(cx, group, p1, p2).take(20).collect()),
+                        values: [v1, v2],
+                    })
                 });
             } else if delta < 1 {
                 hit(found, np, || {
-                    json!({"ops": [item_json(cx, prev), item_json(cx, i)], "object": obj_json(cx, obj),
-                           "values": [v1, v2], "delta": delta})
+                    Example::Versions(Versions {
+                        delta,
+                        object: obj_ref(cx, obj),
+                        op: None,
+                        ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                        skipped: None,
+                        values: [v1, v2],
+                    })
                 });
             }
         }
@@ -304,8 +334,14 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                     let delta = i64::from(cx.v.idx[p2 as usize]) - i64::from(cx.v.idx[p1 as usize]);
                     if delta < 1 {
                         hit(found, ns, || {
-                            json!({"ops": [item_json(cx, prev), item_json(cx, i)],
-                                   "object": obj_json(cx, obj), "values": [v1, v2], "delta": delta})
+                            Example::Versions(Versions {
+                                delta,
+                                object: obj_ref(cx, obj),
+                                op: None,
+                                ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                                skipped: None,
+                                values: [v1, v2],
+                            })
                         });
                     }
                 }
