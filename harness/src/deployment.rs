@@ -1,6 +1,6 @@
 //! The backend-neutral face of a running cluster: a [`Deployment`] (named nodes,
 //! client endpoints, logs, teardown) and [`NodeControl`] (process faults and exec).
-//! Docker implements both in [`crate::docker`]; Kubernetes or SSH can be added beside it.
+//! Docker implements both in [`crate::backend::docker`]; Kubernetes or SSH can be added beside it.
 use crate::broker::{BrokerKind, Capabilities, Command};
 use crate::error::Result;
 use crate::RunId;

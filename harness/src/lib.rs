@@ -22,13 +22,11 @@ pub mod backend;
 pub mod broker;
 pub mod brokers;
 pub mod deployment;
-pub mod docker;
 pub mod error;
 pub mod images;
 pub mod matrix;
 pub mod proxy;
 pub mod run;
-pub mod ssh;
 
 pub use broker::{BrokerKind, Capabilities, Command, Flavour, ImageRef, Recipe};
 pub use deployment::{Deployment, Endpoint, ExecOutput, NodeControl};

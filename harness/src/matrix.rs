@@ -299,8 +299,8 @@ async fn on_hosts(
     exe: &Path,
     progress: Progress,
 ) -> Result<run::RunOutcome, HarnessError> {
-    let (inventory, remote) = crate::ssh::open(path)?;
-    let backend = std::sync::Arc::new(crate::ssh::SshBackend::new(inventory, remote));
+    let (inventory, remote) = crate::backend::ssh::open(path)?;
+    let backend = std::sync::Arc::new(crate::backend::ssh::SshBackend::new(inventory, remote));
     run::run_with_backend(
         backend,
         Instant::now(),

@@ -78,10 +78,10 @@ pub struct RunArgs {
 pub fn ssh_backend(
     path: &std::path::Path,
 ) -> anyhow::Result<(
-    gauntlet_harness::ssh::Inventory,
-    std::sync::Arc<gauntlet_harness::ssh::OpenSsh>,
+    gauntlet_harness::backend::ssh::Inventory,
+    std::sync::Arc<gauntlet_harness::backend::ssh::OpenSsh>,
 )> {
-    Ok(gauntlet_harness::ssh::open(path)?)
+    Ok(gauntlet_harness::backend::ssh::open(path)?)
 }
 
 fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
@@ -194,9 +194,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let outcome = match &args.hosts {
         None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, progress))?,
         Some(path) if args.plan => {
-            let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
+            let inventory = gauntlet_harness::backend::ssh::Inventory::read(path)?;
             let control = std::env::temp_dir().join("gauntlet-ssh-PID");
-            let text = rt.block_on(gauntlet_harness::ssh::plan(
+            let text = rt.block_on(gauntlet_harness::backend::ssh::plan(
                 &inventory,
                 &scenario,
                 &control.display().to_string(),
@@ -218,7 +218,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
                 path.display()
             );
             let backend =
-                std::sync::Arc::new(gauntlet_harness::ssh::SshBackend::new(inventory, remote));
+                std::sync::Arc::new(gauntlet_harness::backend::ssh::SshBackend::new(inventory, remote));
             rt.block_on(gauntlet_harness::run::run_with_backend(
                 backend,
                 std::time::Instant::now(),

@@ -302,7 +302,7 @@ impl Recipe for Tansu {
 mod tests {
     use super::*;
     use crate::broker::{BrokerKind, ImageRef};
-    use crate::docker::ClusterSpec;
+    use crate::backend::docker::ClusterSpec;
 
     fn ctx(image: &str, n: usize) -> ClusterContext {
         let image = ImageRef::named(image);

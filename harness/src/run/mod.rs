@@ -9,7 +9,7 @@ use crate::backend::{Backend, DockerBackend};
 use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, ImageRef};
 use crate::deployment::Deployment;
-use crate::docker::ClusterSpec;
+use crate::backend::docker::ClusterSpec;
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;

@@ -6,7 +6,7 @@
 use crate::common;
 use gauntlet_harness::broker::BrokerExt;
 use gauntlet_harness::brokers::kafka::MEMORY_IMAGE;
-use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::backend::docker::{self, ClusterSpec, DockerDeployment};
 use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -182,8 +182,8 @@ impl Lab {
     }
 
     /// Removes the lab's containers and network (by its label).
-    pub async fn down(docker: &Docker, run: &RunId) -> Result<crate::docker::Labelled> {
-        crate::docker::remove_labelled(docker, Some(run)).await
+    pub async fn down(docker: &Docker, run: &RunId) -> Result<crate::backend::docker::Labelled> {
+        crate::backend::docker::remove_labelled(docker, Some(run)).await
     }
 }
 

@@ -144,7 +144,7 @@ pub fn remove_delay(interface: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ssh::inventory::KnownHosts;
+    use crate::backend::ssh::inventory::KnownHosts;
 
     fn host() -> Host {
         Host {

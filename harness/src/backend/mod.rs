@@ -4,8 +4,11 @@
 //! (`run::run_with_backend`); Docker is the only one today
 //! ([`DockerBackend`]), and SSH hosts or Kubernetes are additions beside it
 //! (`docs/backends.md`).
+pub mod docker;
+pub mod ssh;
+
 use crate::deployment::Deployment;
-use crate::docker::{self, ClusterSpec, DockerDeployment};
+use docker::{ClusterSpec, DockerDeployment};
 use crate::error::Result;
 use crate::RunId;
 

@@ -8,7 +8,7 @@
 use crate::backend::Backend;
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
-use crate::docker::ClusterSpec;
+use crate::backend::docker::ClusterSpec;
 use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::path::{Path, PathBuf};
@@ -290,7 +290,7 @@ impl SshDeployment {
                 let e = self
                     .endpoint(node, port)
                     .ok_or_else(|| format!("node {node} has no port named {port}"))?;
-                match crate::docker::http_get(&e.host, e.port, path).await {
+                match crate::backend::docker::http_get(&e.host, e.port, path).await {
                     Ok((200, body))
                         if expect.as_ref().is_none_or(|x| body.contains(x.as_str())) =>
                     {
