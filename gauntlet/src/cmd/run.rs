@@ -217,8 +217,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
                 inventory.hosts.len(),
                 path.display()
             );
-            let backend =
-                std::sync::Arc::new(gauntlet_harness::backend::ssh::SshBackend::new(inventory, remote));
+            let backend = std::sync::Arc::new(gauntlet_harness::backend::ssh::SshBackend::new(
+                inventory, remote,
+            ));
             rt.block_on(gauntlet_harness::run::run_with_backend(
                 backend,
                 std::time::Instant::now(),

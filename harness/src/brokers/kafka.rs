@@ -301,8 +301,8 @@ impl Recipe for Tansu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::ClusterSpec;
     use crate::broker::{BrokerKind, ImageRef};
-    use crate::backend::docker::ClusterSpec;
 
     fn ctx(image: &str, n: usize) -> ClusterContext {
         let image = ImageRef::named(image);

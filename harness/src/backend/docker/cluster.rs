@@ -1,7 +1,9 @@
 //! A cluster of one broker in Docker containers.
+use crate::backend::http::{http_get, tail_lines};
+use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{
-    BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, NodePlan, Probe, Recipe,
+    BrokerKind, Capabilities, ClusterContext, Command, Flavour, NodePlan, Probe, Recipe,
     STORAGE_NODE,
 };
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
@@ -26,113 +28,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// What to deploy.
-#[derive(Debug, Clone)]
-pub struct ClusterSpec {
-    /// The broker to deploy (its recipe comes with it).
-    pub broker: BrokerKind,
-    /// Number of nodes; the recipe's default when `None`.
-    pub nodes: Option<usize>,
-    /// The image every broker node runs.
-    pub image: ImageRef,
-    /// The run's id: the value of the `gauntlet.run` label and part of every name.
-    pub run_id: RunId,
-    /// Where teardown writes the node logs (`<dir>/<node>.log`), if anywhere.
-    pub logs_dir: Option<PathBuf>,
-    /// How long each node may take to become ready; the recipe's default when `None`.
-    pub ready_timeout: Option<Duration>,
-    /// Build Gauntlet's image when it is missing (as `gauntlet images build` would).
-    pub build_missing_image: bool,
-    /// Client-facing addresses by node index and port name, when clients reach the
-    /// nodes through a proxy (recipes advertise them, see `ClusterContext::client_endpoint`).
-    pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
-    /// More environment for the storage node (`KEY=value`), where there is one.
-    pub storage_env: Vec<String>,
-}
-
-impl ClusterSpec {
-    /// The recipe's default size, Gauntlet's local image, a fresh run id.
-    pub fn new(broker: BrokerKind) -> Self {
-        ClusterSpec {
-            broker,
-            nodes: None,
-            image: ImageRef::local(broker),
-            run_id: RunId::generate(),
-            logs_dir: None,
-            ready_timeout: None,
-            build_missing_image: false,
-            client_endpoints: Vec::new(),
-            storage_env: Vec::new(),
-        }
-    }
-
-    /// What the image can do (the memory build of Kafka has one node and forgets
-    /// on restart; the durable cluster does not).
-    pub fn capabilities(&self) -> Capabilities {
-        let recipe = self.broker.recipe();
-        recipe.capabilities_in(&ClusterContext {
-            nodes: Vec::new(),
-            host_endpoints: Vec::new(),
-            client_endpoints: Vec::new(),
-            flavour: self.image.flavour,
-            secret: String::new(),
-            image: self.image.name.clone(),
-            storage: None,
-        })
-    }
-
-    /// The number of broker nodes: as asked, else the recipe's default within
-    /// what the image can do.
-    pub fn node_count(&self) -> usize {
-        self.nodes.unwrap_or_else(|| {
-            self.broker
-                .recipe()
-                .default_nodes()
-                .min(self.capabilities().max_nodes)
-        })
-    }
-
-    /// The same spec with `n` broker nodes.
-    pub fn nodes(mut self, n: usize) -> Self {
-        self.nodes = Some(n);
-        self
-    }
-
-    /// The same spec with `image` instead of Gauntlet's local image.
-    pub fn image(mut self, image: ImageRef) -> Self {
-        self.image = image;
-        self
-    }
-
-    /// The same spec under the run id `id`.
-    pub fn run_id(mut self, id: RunId) -> Self {
-        self.run_id = id;
-        self
-    }
-
-    /// The same spec, whose teardown writes the node logs into `dir`.
-    pub fn logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.logs_dir = Some(dir.into());
-        self
-    }
-
-    /// The same spec, building Gauntlet's image when it is missing if `yes`.
-    pub fn build_missing_image(mut self, yes: bool) -> Self {
-        self.build_missing_image = yes;
-        self
-    }
-
-    /// Clients reach port `port` of node `i` at `addrs[i]` (a proxy), not the published port.
-    pub fn client_endpoints(mut self, port: &'static str, addrs: &[std::net::SocketAddr]) -> Self {
-        self.client_endpoints = addrs
-            .iter()
-            .map(|a| BTreeMap::from([(port, (a.ip().to_string(), a.port()))]))
-            .collect();
-        self
-    }
-}
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -628,43 +523,6 @@ impl DockerDeployment {
         self.torn_down.store(true, Ordering::SeqCst);
         Ok(())
     }
-}
-
-fn tail_lines(s: &str, n: usize) -> String {
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// A bare HTTP/1.0 GET to a published port on the host; (status, body).
-pub(crate) async fn http_get(
-    host: &str,
-    port: u16,
-    path: &str,
-) -> std::result::Result<(u16, String), String> {
-    let io = async {
-        let mut s = tokio::net::TcpStream::connect((host, port))
-            .await
-            .map_err(|e| format!("connect {host}:{port}: {e}"))?;
-        let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n");
-        s.write_all(req.as_bytes())
-            .await
-            .map_err(|e| format!("write: {e}"))?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf)
-            .await
-            .map_err(|e| format!("read: {e}"))?;
-        Ok::<_, String>(String::from_utf8_lossy(&buf).into_owned())
-    };
-    let text = tokio::time::timeout(Duration::from_secs(5), io)
-        .await
-        .map_err(|_| format!("GET {path} on {host}:{port} timed out"))??;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {}", tail_lines(&text, 5)))?;
-    Ok((status, body.to_string()))
 }
 
 async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {

@@ -2,9 +2,10 @@
 //! client ports published on 127.0.0.1, everything labelled `gauntlet.run=<id>`.
 mod cluster;
 
-pub(crate) use cluster::http_get;
-pub use cluster::{ClusterSpec, DockerDeployment};
+pub use cluster::DockerDeployment;
 
+use crate::backend::{Backend, ClusterSpec};
+use crate::deployment::Deployment;
 use crate::error::{docker_err, HarnessError, Result};
 use crate::{RunId, LABEL_RUN};
 use bollard::query_parameters::{
@@ -184,5 +185,37 @@ pub fn remove_run_blocking(run: &RunId) -> Result<Labelled> {
             what: "cleaning up".into(),
             source: std::io::Error::other("cleanup thread panicked"),
         }),
+    }
+}
+
+/// Nodes as containers of the local Docker Engine, on a network of their own.
+pub struct DockerBackend {
+    docker: bollard::Docker,
+}
+
+impl DockerBackend {
+    /// Connects to the Docker Engine (as `docker` would: `DOCKER_HOST` or the
+    /// local socket) and checks that it answers.
+    pub async fn connect() -> Result<Self> {
+        Ok(DockerBackend {
+            docker: connect().await?,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for DockerBackend {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    async fn launch(&self, spec: ClusterSpec) -> Result<Box<dyn Deployment>> {
+        Ok(Box::new(
+            DockerDeployment::launch(&self.docker, spec).await?,
+        ))
+    }
+
+    async fn remove_run(&self, run: &RunId) -> Result<()> {
+        remove_labelled(&self.docker, Some(run)).await.map(|_| ())
     }
 }

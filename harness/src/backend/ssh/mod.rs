@@ -6,9 +6,9 @@
 //! [`Backend`] for brokers that already run on the hosts (`mode = "installed"`);
 //! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
 use crate::backend::Backend;
+use crate::backend::ClusterSpec;
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
-use crate::backend::docker::ClusterSpec;
 use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::path::{Path, PathBuf};
@@ -290,7 +290,7 @@ impl SshDeployment {
                 let e = self
                     .endpoint(node, port)
                     .ok_or_else(|| format!("node {node} has no port named {port}"))?;
-                match crate::backend::docker::http_get(&e.host, e.port, path).await {
+                match crate::backend::http::http_get(&e.host, e.port, path).await {
                     Ok((200, body))
                         if expect.as_ref().is_none_or(|x| body.contains(x.as_str())) =>
                     {
