@@ -2,7 +2,7 @@
 //! any (containers from Gauntlet's SSH host image, reached only over SSH).
 use anyhow::Context;
 use clap::Subcommand;
-use gauntlet_harness::backend::ssh::lab::{self, Lab};
+use gauntlet_harness::backend::lab::{self, Lab};
 use gauntlet_harness::{BrokerKind, RunId};
 use std::path::PathBuf;
 

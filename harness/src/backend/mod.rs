@@ -6,6 +6,7 @@
 //! (`docs/backends.md`).
 pub mod docker;
 pub mod http;
+pub mod lab;
 pub mod ssh;
 
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, ImageRef};

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 pub mod commands;
 pub mod install;
 pub mod inventory;
-pub mod lab;
 
 pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
 

@@ -199,7 +199,10 @@ pub const LAB_NATS: &str = "[broker]\nkind = \"nats\"\nmode = \"install\"\n";
 /// Starts Redis on every machine of an inventory over SSH, as an operator
 /// would before a `mode = "installed"` run: n1 the primary, the others its
 /// replicas, append-only with `appendfsync always`. Waits for the replicas.
-pub async fn start_redis(inventory: &super::Inventory, remote: &dyn super::Remote) -> Result<()> {
+pub async fn start_redis(
+    inventory: &crate::backend::ssh::Inventory,
+    remote: &dyn crate::backend::ssh::Remote,
+) -> Result<()> {
     let first = inventory
         .hosts
         .first()
@@ -217,7 +220,7 @@ pub async fn start_redis(inventory: &super::Inventory, remote: &dyn super::Remot
         let script = format!(
             "printf '%s' {} > /etc/gauntlet-redis.conf && install -d /var/lib/redis && \
              (pgrep -x redis-server >/dev/null || redis-server /etc/gauntlet-redis.conf)",
-            super::commands::quote(&conf)
+            crate::backend::ssh::commands::quote(&conf)
         );
         let out = remote.run(h, &script, Duration::from_secs(30)).await?;
         if !out.success() {
