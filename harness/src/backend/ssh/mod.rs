@@ -19,74 +19,11 @@ pub mod commands;
 pub mod install;
 pub mod inventory;
 
+pub mod plan;
+pub mod remote;
+
 pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
-
-/// Runs a script on a host. [`OpenSsh`] runs it; a recording one prints the plan.
-#[async_trait::async_trait]
-pub trait Remote: Send + Sync {
-    /// Runs `script` with `sh -c` on `host`, at most `timeout`.
-    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput>;
-}
-
-/// The system `ssh`, one master connection per host for the whole run.
-pub struct OpenSsh {
-    control_dir: PathBuf,
-}
-
-impl OpenSsh {
-    /// Control sockets go in `control_dir` (it is created; keep the path short:
-    /// a Unix socket path has about 100 bytes).
-    pub fn new(control_dir: PathBuf) -> Result<Self> {
-        std::fs::create_dir_all(&control_dir).map_err(crate::error::io_err(format!(
-            "creating {}",
-            control_dir.display()
-        )))?;
-        Ok(OpenSsh { control_dir })
-    }
-}
-
-#[async_trait::async_trait]
-impl Remote for OpenSsh {
-    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput> {
-        let argv = commands::ssh_argv(host, &self.control_dir.display().to_string(), script);
-        let mut cmd = tokio::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(timeout, cmd.output())
-            .await
-            .map_err(|_| HarnessError::Ssh {
-                host: host.address.clone(),
-                what: format!("no answer within {timeout:?} to: {script}"),
-            })?
-            .map_err(|e| HarnessError::Ssh {
-                host: host.address.clone(),
-                what: format!("running ssh: {e}"),
-            })?;
-        let exit_code = i64::from(out.status.code().unwrap_or(-1));
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        // 255 is ssh's own failure (no connection, a refused key), not the script's.
-        if exit_code == 255 {
-            return Err(HarnessError::Ssh {
-                host: host.address.clone(),
-                what: stderr.trim().to_string(),
-            });
-        }
-        Ok(ExecOutput {
-            exit_code,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr,
-        })
-    }
-}
-
-/// The inventory at `path` and the system `ssh` to reach its hosts, with the
-/// control sockets in this process's own folder under the temporary directory.
-pub fn open(path: &Path) -> Result<(Inventory, Arc<OpenSsh>)> {
-    let inventory = Inventory::read(path)?;
-    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
-    Ok((inventory, Arc::new(OpenSsh::new(control)?)))
-}
+pub use remote::{open, OpenSsh, Remote};
 
 /// A broker that already runs on the inventory's hosts.
 pub struct SshDeployment {
@@ -580,122 +517,6 @@ pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()
     first_error.map_or(Ok(()), Err)
 }
 
-/// A remote that runs nothing (`--plan`): it keeps every script it is asked
-/// to run, under the titles given between them, and answers each with exit 0
-/// and no output.
-#[derive(Default)]
-pub struct Recording {
-    lines: std::sync::Mutex<Vec<PlanLine>>,
-}
-
-/// One line of a plan.
-#[derive(Debug, Clone)]
-pub enum PlanLine {
-    /// What the commands below it are for.
-    Title(String),
-    /// A script that would run on a host.
-    Run {
-        /// The host.
-        host: Host,
-        /// The script.
-        script: String,
-    },
-}
-
-impl Recording {
-    /// Adds a title.
-    pub fn title(&self, t: &str) {
-        if let Ok(mut l) = self.lines.lock() {
-            l.push(PlanLine::Title(t.to_string()));
-        }
-    }
-
-    /// What was kept, in order.
-    pub fn lines(&self) -> Vec<PlanLine> {
-        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait::async_trait]
-impl Remote for Recording {
-    async fn run(&self, host: &Host, script: &str, _timeout: Duration) -> Result<ExecOutput> {
-        if let Ok(mut l) = self.lines.lock() {
-            l.push(PlanLine::Run {
-                host: host.clone(),
-                script: script.to_string(),
-            });
-        }
-        Ok(ExecOutput {
-            exit_code: 0,
-            stdout: String::new(),
-            stderr: String::new(),
-        })
-    }
-}
-
-/// Every command a run of `scenario` would run on the hosts of `inventory`,
-/// step by step, as the `ssh` command lines (control sockets under
-/// `control_dir`); runs none of them and opens no connection.
-pub async fn plan(
-    inventory: &Inventory,
-    scenario: &crate::run::Scenario,
-    control_dir: &str,
-) -> Result<String> {
-    let rec = Arc::new(Recording::default());
-    let remote: Arc<dyn Remote> = rec.clone();
-    let d = SshDeployment::new(inventory.clone(), remote, RunId::from_name("plan"), None)?;
-    if d.ops.iter().any(|o| o.install.is_some()) {
-        rec.title("launch: the package installed when missing, the configuration written, the broker started");
-        d.install_all().await?;
-    }
-    rec.title("launch: the broker's pid on every host (then, from here, a TCP connect to its client ports)");
-    for n in d.nodes() {
-        d.run_checked(&n, &format!("{} >/dev/null", d.ops_of(&n)?.pid), STEP)
-            .await?;
-    }
-    crate::run::plan_faults(scenario, &d, &|t| rec.title(t)).await?;
-    rec.title(
-        "at the end, and on Ctrl-C or a failed run: every host healed (`gauntlet heal --hosts` runs the same)",
-    );
-    heal_hosts(inventory, rec.as_ref()).await?;
-    let node_of = |h: &Host| {
-        inventory
-            .hosts
-            .iter()
-            .position(|x| x == h)
-            .map_or_else(|| "?".to_string(), |i| format!("n{}", i + 1))
-    };
-    // How each host is reached, once; then each step's scripts as they run there.
-    let mut out = String::from(
-        "# every script below runs on its host as: ssh OPTIONS HOST -- 'sh -c SCRIPT'\n",
-    );
-    for (i, h) in inventory.hosts.iter().enumerate() {
-        let argv = commands::ssh_argv(h, control_dir, "SCRIPT");
-        let shown: Vec<String> = argv[..argv.len() - 1]
-            .iter()
-            .map(|a| commands::quote(a))
-            .collect();
-        out.push_str(&format!(
-            "# n{}: {} 'sh -c SCRIPT'\n",
-            i + 1,
-            shown.join(" ")
-        ));
-    }
-    for line in rec.lines() {
-        match line {
-            PlanLine::Title(t) => out.push_str(&format!("\n# {t}\n")),
-            PlanLine::Run { host, script } => {
-                out.push_str(&format!(
-                    "{} ({}): {script}\n",
-                    node_of(&host),
-                    host.address
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Brokers on the inventory's hosts.
 pub struct SshBackend {
     inventory: Inventory,
@@ -883,57 +704,6 @@ mod tests {
             s.contains("kill -CONT") && s.contains("redis-server /etc/redis.conf"),
             "{s}"
         );
-    }
-
-    #[tokio::test]
-    async fn a_plan_lists_every_command_per_step_and_runs_none() {
-        let mut s = crate::run::Scenario::default_scenario();
-        s.broker = BrokerKind::Redis;
-        s.nodes = Some(2);
-        s.nemesis = vec!["partition".into(), "pause".into(), "kill-consumer".into()];
-        s.nemesis_interval = "5s".into();
-        s.time = "30s".into();
-        let text = plan(&inventory(true), &s, "/tmp/g").await.expect("plan");
-        eprintln!("{text}");
-        assert!(text.contains("\n# launch: "), "{text}");
-        assert!(text.contains("# n1: ssh -o BatchMode=yes"), "{text}");
-        assert!(
-            text.contains("n1 (10.0.0.11): pgrep -x redis-server >/dev/null"),
-            "{text}"
-        );
-        assert!(text.contains("iptables -A GAUNTLET -s 10.0.0.1"), "{text}");
-        assert!(text.contains("kill -STOP"), "{text}");
-        assert!(
-            text.contains("kills a consumer process on this machine"),
-            "{text}"
-        );
-        assert!(text.contains("# at the end"), "{text}");
-        // n2 says sudo: its scripts go through `sudo -n`.
-        assert!(text.contains("n2 (10.0.0.12): sudo -n sh -c"), "{text}");
-    }
-
-    #[tokio::test]
-    async fn the_heal_of_an_installed_nats_is_valid_shell() {
-        let inv = Inventory::parse(
-            "[[host]]\naddress = \"10.0.0.1\"\n[[host]]\naddress = \"10.0.0.2\"\n[broker]\nkind = \"nats\"\nmode = \"install\"\n",
-        )
-        .expect("inventory");
-        let rec = Arc::new(super::Recording::default());
-        heal_hosts(&inv, rec.as_ref()).await.expect("heal");
-        let remote: Arc<dyn Remote> = rec.clone();
-        let d = SshDeployment::new(inv.clone(), remote, RunId::from_name("t"), None)
-            .expect("deployment");
-        d.install_all().await.expect("install");
-        for line in rec.lines() {
-            if let PlanLine::Run { script, .. } = line {
-                let out = std::process::Command::new("sh")
-                    .args(["-n", "-c", &script])
-                    .output()
-                    .expect("sh");
-                assert!(out.status.success(), "{script}: {out:?}");
-                assert!(script.contains("setsid nats-server"), "{script}");
-            }
-        }
     }
 
     #[tokio::test]
