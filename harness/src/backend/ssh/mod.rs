@@ -5,6 +5,16 @@
 //! Built so far: the inventory, the commands, and a [`Deployment`] and
 //! [`Backend`] for brokers that already run on the hosts (`mode = "installed"`);
 //! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
+//!
+//! This file holds the [`SshDeployment`] (with its [`NodeControl`] and
+//! [`Deployment`]) and the [`SshBackend`]; [`remote`] reaches the hosts,
+//! [`hosts`] knows each host's broker and heals them, [`plan`] records a run's
+//! commands for `--plan`.
+//!
+//! May import: `backend` (the [`Backend`] trait and [`ClusterSpec`]),
+//! `backend::http`, `broker`, `deployment`, `error` and the run id. Never the
+//! run pipeline (`run`), never Docker (`backend::docker`, `images`): the
+//! pipeline and the CLI call in here with what they need.
 use crate::backend::Backend;
 use crate::backend::ClusterSpec;
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
@@ -16,12 +26,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod commands;
+pub mod hosts;
 pub mod install;
 pub mod inventory;
-
 pub mod plan;
 pub mod remote;
 
+pub use hosts::{heal_hosts, ops, Ops};
 pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
 pub use remote::{open, OpenSsh, Remote};
 
@@ -33,62 +44,6 @@ pub struct SshDeployment {
     remote: Arc<dyn Remote>,
     run_id: RunId,
     logs_dir: Option<PathBuf>,
-}
-
-/// How to find, start and read the broker on one host: the inventory's
-/// commands (`installed`) or Gauntlet's own ([`install::InstallPlan`]).
-#[derive(Debug, Clone)]
-pub struct Ops {
-    /// Prints the broker's pid.
-    pub pid: String,
-    /// Starts it.
-    pub start: String,
-    /// Its log file.
-    pub log: String,
-    /// Client ports by the recipe's port names.
-    pub ports: std::collections::BTreeMap<String, u16>,
-    /// Gauntlet's install plan, in `install` mode.
-    pub install: Option<install::InstallPlan>,
-}
-
-/// The operations on node `index` (0-based) of `inventory`; an error when
-/// Gauntlet cannot install its broker.
-pub fn ops(inventory: &Inventory, index: usize) -> Result<Ops> {
-    match &inventory.setup {
-        BrokerSetup::Installed {
-            pid,
-            start,
-            log,
-            ports,
-            ..
-        } => Ok(Ops {
-            pid: pid.clone(),
-            start: start.clone(),
-            log: log.clone(),
-            ports: ports.clone(),
-            install: None,
-        }),
-        BrokerSetup::Install { .. } => {
-            let p = install::plan(inventory, index).ok_or_else(|| {
-                HarnessError::Scenario(format!(
-                    "mode = \"install\" is built for {} only; for {}, install it on the hosts and use mode = \"installed\"",
-                    install::SUPPORTED
-                        .iter()
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    inventory.broker
-                ))
-            })?;
-            Ok(Ops {
-                pid: p.pid.clone(),
-                start: p.start.clone(),
-                log: p.log.clone(),
-                ports: p.ports.clone(),
-                install: Some(p),
-            })
-        }
-    }
 }
 
 impl SshDeployment {
@@ -482,39 +437,6 @@ impl Deployment for SshDeployment {
         }
         logs
     }
-}
-
-/// Undoes on every host what a run may have left: Gauntlet's iptables chain,
-/// a netem delay, a paused broker (SIGCONT), a stopped one (its start command).
-/// For `gauntlet heal --hosts` after a harness was killed, and every teardown.
-pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()> {
-    let mut first_error = None;
-    for (i, h) in inventory.hosts.iter().enumerate() {
-        let mut script = vec![
-            commands::heal_traffic(),
-            commands::remove_delay(&h.interface),
-        ];
-        if let Ok(o) = ops(inventory, i) {
-            script.push(format!(
-                "(p=$({} | head -n 1); if [ -n \"$p\" ]; then kill -CONT \"$p\"; else ({}); fi)",
-                o.pid, o.start
-            ));
-        }
-        let s = commands::privileged(h, &script.join("; "));
-        match remote.run(h, &s, Duration::from_secs(60)).await {
-            Ok(out) if out.success() => {}
-            Ok(out) => {
-                first_error.get_or_insert(HarnessError::Ssh {
-                    host: h.address.clone(),
-                    what: format!("heal exited {}: {}", out.exit_code, out.combined()),
-                });
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
 }
 
 /// Brokers on the inventory's hosts.
