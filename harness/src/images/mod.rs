@@ -431,7 +431,7 @@ async fn image_recipe(docker: &Docker, image: &str) -> Result<Option<(String, i6
                 .unwrap_or_default();
             Ok(Some((label, i.size.unwrap_or(0))))
         }
-        Err(e) if crate::backend::docker::is_not_found(&e) => Ok(None),
+        Err(e) if crate::error::is_not_found(&e) => Ok(None),
         Err(e) => Err(docker_err(format!("inspecting image {image}"))(e)),
     }
 }

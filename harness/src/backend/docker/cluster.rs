@@ -7,7 +7,7 @@ use crate::broker::{
     STORAGE_NODE,
 };
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
-use crate::error::{docker_err, io_err, HarnessError, Result};
+use crate::error::{docker_err, io_err, is_not_found, HarnessError, Result};
 use crate::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
 use bollard::container::LogOutput;
 use bollard::exec::StartExecResults;
@@ -531,7 +531,7 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
     if let Some(image) = spec.broker.recipe().storage(&ctx).and_then(|p| p.image) {
         match docker.inspect_image(&image).await {
             Ok(_) => {}
-            Err(e) if super::is_not_found(&e) && spec.build_missing_image => {
+            Err(e) if is_not_found(&e) && spec.build_missing_image => {
                 crate::images::ensure_storage_image(
                     docker,
                     &crate::images::BuildOptions::default(),
@@ -539,7 +539,7 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
                 )
                 .await?;
             }
-            Err(e) if super::is_not_found(&e) => {
+            Err(e) if is_not_found(&e) => {
                 return Err(HarnessError::ImageMissing {
                     image,
                     broker: spec.broker.to_string(),
@@ -550,7 +550,7 @@ async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
     }
     match docker.inspect_image(&spec.image.name).await {
         Ok(_) => Ok(()),
-        Err(e) if super::is_not_found(&e) => {
+        Err(e) if is_not_found(&e) => {
             if spec.build_missing_image && spec.image.flavour == Flavour::Gauntlet {
                 let opts = crate::images::BuildOptions::default();
                 crate::images::ensure_images(

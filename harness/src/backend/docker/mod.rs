@@ -6,7 +6,7 @@ pub use cluster::DockerDeployment;
 
 use crate::backend::{Backend, ClusterSpec};
 use crate::deployment::Deployment;
-use crate::error::{docker_err, HarnessError, Result};
+use crate::error::{docker_err, is_not_found, HarnessError, Result};
 use crate::{RunId, LABEL_RUN};
 use bollard::query_parameters::{
     ListContainersOptions, ListNetworksOptions, RemoveContainerOptions,
@@ -127,16 +127,6 @@ pub async fn remove_labelled(docker: &Docker, run: Option<&RunId>) -> Result<Lab
         Some(e) => Err(e),
         None => Ok(found),
     }
-}
-
-pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
 }
 
 /// On Ctrl-C, remove the run's containers and network, then exit with status 130.
