@@ -1,13 +1,20 @@
-//! A cluster of one broker in Docker containers.
-use crate::backend::http::{http_get, tail_lines};
+//! A cluster of one broker in Docker containers: the [`DockerDeployment`],
+//! its launch, its [`NodeControl`] and [`Deployment`]; its readiness probes
+//! and logs are in `cluster/probe.rs`.
+//!
+//! May import: `backend` (the spec), `backend::docker`'s `image` and
+//! `ports`, `broker`, `deployment`, `error` and the labels; never `run`.
+mod probe;
+
+use super::image::ensure_image;
+use super::ports::free_ports;
 use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{
-    BrokerKind, Capabilities, ClusterContext, Command, Flavour, NodePlan, Probe, Recipe,
-    STORAGE_NODE,
+    BrokerKind, Capabilities, ClusterContext, Command, NodePlan, Probe, Recipe, STORAGE_NODE,
 };
 use crate::deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
-use crate::error::{docker_err, io_err, is_not_found, HarnessError, Result};
+use crate::error::{docker_err, io_err, HarnessError, Result};
 use crate::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
 use bollard::container::LogOutput;
 use bollard::exec::StartExecResults;
@@ -16,8 +23,7 @@ use bollard::models::{
     NetworkingConfig, PortBinding,
 };
 use bollard::query_parameters::{
-    CreateContainerOptions, KillContainerOptions, LogsOptions, StartContainerOptions,
-    StopContainerOptions,
+    CreateContainerOptions, KillContainerOptions, StartContainerOptions, StopContainerOptions,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -27,7 +33,7 @@ type PortMap = (Vec<String>, HashMap<String, Option<Vec<PortBinding>>>);
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -61,52 +67,6 @@ impl std::fmt::Debug for DockerDeployment {
             .field("nodes", &self.nodes)
             .finish()
     }
-}
-
-/// `count` distinct ports on 127.0.0.1 that are free now. Chosen by us rather than
-/// by Docker so that a node keeps its host port across restarts; each is held
-/// until all are chosen (a port dropped and asked for again can come back), and
-/// they are taken below the kernel's ephemeral range where it leaves room, so
-/// that no outgoing connection of this machine takes one before Docker binds it.
-fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let (lo, _) = ephemeral_range();
-    let mut held: Vec<std::net::TcpListener> = Vec::with_capacity(count);
-    let mut rng = gauntlet_history::rng::Rng::new(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-            ^ u64::from(std::process::id()),
-    );
-    let mut tries = 0;
-    while held.len() < count && tries < 2000 && lo > 11_000 {
-        tries += 1;
-        let port = rng.range(10_000, u64::from(lo) - 1) as u16;
-        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-            held.push(l);
-        }
-    }
-    while held.len() < count {
-        held.push(std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::NoPort)?);
-    }
-    held.iter()
-        .map(|l| {
-            l.local_addr()
-                .map(|a| a.port())
-                .map_err(HarnessError::NoPort)
-        })
-        .collect()
-}
-
-/// The kernel's range of ephemeral ports (outgoing connections, bind to port 0).
-fn ephemeral_range() -> (u16, u16) {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| {
-            let mut it = s.split_whitespace().filter_map(|x| x.parse::<u16>().ok());
-            Some((it.next()?, it.next()?))
-        })
-        .unwrap_or((32_768, 60_999))
 }
 
 impl DockerDeployment {
@@ -360,15 +320,6 @@ impl DockerDeployment {
         Ok(())
     }
 
-    /// Every node's own probe, all nodes at once.
-    async fn wait_nodes_ready(&self, timeout: Duration) -> Result<()> {
-        futures_util::future::try_join_all(
-            self.nodes.iter().map(|n| self.wait_ready(&n.name, timeout)),
-        )
-        .await
-        .map(|_| ())
-    }
-
     async fn form(&self) -> Result<()> {
         self.wait_nodes_ready(self.ready_timeout).await?;
         for step in self.recipe.join(&self.ctx) {
@@ -428,93 +379,6 @@ impl DockerDeployment {
         self.log_tail(node, None).await
     }
 
-    async fn log_tail(&self, node: &str, lines: Option<usize>) -> Result<String> {
-        let n = self.node(node)?;
-        let mut stream = self.docker.logs(
-            &n.container,
-            Some(LogsOptions {
-                stdout: true,
-                stderr: true,
-                tail: lines.map_or_else(|| "all".to_string(), |l| l.to_string()),
-                ..Default::default()
-            }),
-        );
-        let mut out = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            match chunk {
-                Ok(o) => out.extend_from_slice(&o.into_bytes()),
-                Err(e) => return Err(docker_err(format!("reading the log of {node}"))(e)),
-            }
-        }
-        Ok(String::from_utf8_lossy(&out).into_owned())
-    }
-
-    async fn run_probe(&self, node: &str, probe: &Probe) -> Result<(bool, String)> {
-        match probe {
-            Probe::Exec { command, expect } => {
-                let out = self.exec(node, command, Duration::from_secs(30)).await?;
-                let ok = out.success()
-                    && expect
-                        .as_ref()
-                        .is_none_or(|e| out.stdout.contains(e.as_str()));
-                Ok((ok, out.combined()))
-            }
-            Probe::Http { port, path, expect } => {
-                let i = self.index(node)?;
-                let Some((host, p)) = self.ctx.host_endpoints[i].get(port).cloned() else {
-                    return Ok((false, format!("node has no port named {port}")));
-                };
-                match http_get(&host, p, path).await {
-                    Ok((status, body)) => {
-                        let ok = status == 200
-                            && expect.as_ref().is_none_or(|e| body.contains(e.as_str()));
-                        Ok((ok, format!("HTTP {status}\n{body}")))
-                    }
-                    Err(e) => Ok((false, e)),
-                }
-            }
-        }
-    }
-
-    async fn wait_probe(&self, node: &str, probe: &Probe, timeout: Duration) -> Result<()> {
-        let n = self.node(node)?;
-        let started = Instant::now();
-        loop {
-            let state = self
-                .docker
-                .inspect_container(&n.container, None)
-                .await
-                .map_err(docker_err(format!("inspecting node {node}")))?
-                .state;
-            let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
-            if !running {
-                let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
-                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
-                return Err(HarnessError::NodeExited {
-                    node: node.to_string(),
-                    status,
-                    log_tail,
-                });
-            }
-            let last = match self.run_probe(node, probe).await {
-                Ok((true, _)) => return Ok(()),
-                Ok((false, out)) => out,
-                Err(e) => e.to_string(),
-            };
-            if started.elapsed() >= timeout {
-                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
-                return Err(HarnessError::NotReady {
-                    node: node.to_string(),
-                    waited: started.elapsed(),
-                    probe: probe.display(),
-                    probe_output: tail_lines(&last, 20),
-                    log_tail,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-
     async fn remove_all(&self) -> Result<()> {
         if self.torn_down.load(Ordering::SeqCst) {
             return Ok(());
@@ -522,55 +386,6 @@ impl DockerDeployment {
         super::remove_labelled(&self.docker, Some(&self.run_id)).await?;
         self.torn_down.store(true, Ordering::SeqCst);
         Ok(())
-    }
-}
-
-async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
-    // The storage node's image too, where the recipe has one of its own.
-    let ctx = ClusterContext::for_image(spec.image.flavour, &spec.image.name);
-    if let Some(image) = spec.broker.recipe().storage(&ctx).and_then(|p| p.image) {
-        match docker.inspect_image(&image).await {
-            Ok(_) => {}
-            Err(e) if is_not_found(&e) && spec.build_missing_image => {
-                crate::images::ensure_storage_image(
-                    docker,
-                    &crate::images::BuildOptions::default(),
-                    &crate::images::StderrProgress,
-                )
-                .await?;
-            }
-            Err(e) if is_not_found(&e) => {
-                return Err(HarnessError::ImageMissing {
-                    image,
-                    broker: spec.broker.to_string(),
-                })
-            }
-            Err(e) => return Err(docker_err(format!("inspecting image {image}"))(e)),
-        }
-    }
-    match docker.inspect_image(&spec.image.name).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => {
-            if spec.build_missing_image && spec.image.flavour == Flavour::Gauntlet {
-                let opts = crate::images::BuildOptions::default();
-                crate::images::ensure_images(
-                    docker,
-                    &[spec.broker],
-                    &opts,
-                    &crate::images::StderrProgress,
-                )
-                .await
-                .map(|_| ())
-            } else {
-                Err(HarnessError::ImageMissing {
-                    image: spec.image.name.clone(),
-                    broker: spec.broker.to_string(),
-                })
-            }
-        }
-        Err(e) => Err(docker_err(format!("inspecting image {}", spec.image.name))(
-            e,
-        )),
     }
 }
 
@@ -784,32 +599,6 @@ impl Drop for DockerDeployment {
                 "gauntlet: could not remove the containers of run {}: {e} (run `gauntlet clean`)",
                 self.run_id
             );
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_ports_are_distinct_free_and_below_the_ephemeral_range() {
-        let (lo, hi) = ephemeral_range();
-        assert!(lo <= hi, "{lo} {hi}");
-        for _ in 0..20 {
-            let ports = free_ports(12).expect("ports");
-            let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
-            assert_eq!(distinct.len(), 12, "{ports:?}");
-            if lo > 11_000 {
-                assert!(
-                    ports.iter().all(|&p| (10_000..lo).contains(&p)),
-                    "{ports:?}"
-                );
-            }
-            // Released once chosen: Docker can bind them.
-            for p in ports {
-                assert!(std::net::TcpListener::bind(("127.0.0.1", p)).is_ok(), "{p}");
-            }
         }
     }
 }

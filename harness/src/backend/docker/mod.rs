@@ -1,6 +1,8 @@
 //! The Docker backend: a private bridge network per run, one container per node,
 //! client ports published on 127.0.0.1, everything labelled `gauntlet.run=<id>`.
 mod cluster;
+mod image;
+mod ports;
 
 pub use cluster::DockerDeployment;
 
