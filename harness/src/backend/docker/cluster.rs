@@ -7,6 +7,7 @@
 mod probe;
 
 use super::image::ensure_image;
+use super::labelled::{remove_labelled, remove_run_blocking};
 use super::ports::free_ports;
 use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
@@ -383,7 +384,7 @@ impl DockerDeployment {
         if self.torn_down.load(Ordering::SeqCst) {
             return Ok(());
         }
-        super::remove_labelled(&self.docker, Some(&self.run_id)).await?;
+        remove_labelled(&self.docker, Some(&self.run_id)).await?;
         self.torn_down.store(true, Ordering::SeqCst);
         Ok(())
     }
@@ -594,7 +595,7 @@ impl Drop for DockerDeployment {
         if self.torn_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        if let Err(e) = super::remove_run_blocking(&self.run_id) {
+        if let Err(e) = remove_run_blocking(&self.run_id) {
             eprintln!(
                 "gauntlet: could not remove the containers of run {}: {e} (run `gauntlet clean`)",
                 self.run_id
