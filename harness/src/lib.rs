@@ -2,17 +2,43 @@
 //! the client proxy and the run pipeline.
 //!
 //! The backend-neutral part is [`broker`] (what each broker needs, as data: one
-//! recipe per broker in [`brokers`]) and [`deployment`] (the [`Deployment`] and
-//! [`NodeControl`] traits). [`docker`] implements them with the Docker Engine API,
-//! and [`images`] builds Gauntlet's own images without any registry.
+//! recipe per broker in [`brokers`]), [`deployment`] (the [`Deployment`] and
+//! [`NodeControl`] traits) and [`backend`] (the [`backend::Backend`] trait and
+//! the [`backend::ClusterSpec`] it launches). The backends sit under it:
+//! [`backend::docker`] implements them with the Docker Engine API,
+//! [`backend::ssh`] on hosts reached with OpenSSH; [`backend::lab`] makes
+//! Docker containers to try the SSH backend on. [`images`] builds Gauntlet's
+//! own images without any registry, one file per concern.
 //!
 //! [`proxy`] is the client proxy: a TCP proxy between the clients and the nodes,
 //! for the faults on that path. [`run`] is the run pipeline: a [`backend::Backend`]
-//! ([`backend::DockerBackend`] for [`run::run_with`]) launches the deployment (the
-//! only backend-specific step), then `run_on` drives the
+//! ([`backend::docker::DockerBackend`] for [`run::run_with`]) launches the
+//! deployment (the only backend-specific step), then `run_on` drives the
 //! schedule, the nemesis, the workers, the final heal, the drain and the teardown
 //! over `&dyn Deployment`, and the history is judged. [`matrix`] runs scenarios
 //! against what each must show.
+//!
+//! # Layers: what each module may import
+//!
+//! Each file says it in its own doc comment; the whole, lowest first (a module
+//! imports only from the rows above its own, and no two files of the crate
+//! import each other, directly or around a circle):
+//!
+//! | module | may import (of this crate) |
+//! |---|---|
+//! | [`error`], [`labels`] | nothing |
+//! | [`broker`] | nothing (the recipes' types; [`broker::BrokerExt`] is implemented in [`brokers`]) |
+//! | [`images::rootfs`] | nothing (what the images are made of, as data) |
+//! | [`brokers`] | `broker`, `images::rootfs`, `error` (tests: `backend::ClusterSpec`) |
+//! | [`deployment`] | `broker`, `error`, `labels` |
+//! | [`images`] (the builder) | `broker`, `brokers`, `images::*`, `error`, `labels` |
+//! | [`backend`] (`mod.rs`, `http.rs`) | `broker`, `deployment`, `error`, `labels` |
+//! | [`backend::docker`] | `backend`, `broker`, `deployment`, `images`, `error`, `labels` |
+//! | [`backend::ssh`] | `backend`, `broker`, `deployment`, `error`, `labels`: never `run`, never Docker |
+//! | [`backend::lab`] | `backend::docker`, `backend::ssh`, `images`, `error`, `labels` |
+//! | [`proxy`] | `error` |
+//! | [`run`] | `backend`, `broker`, `deployment`, `proxy`, `error`, `labels`; no backend but the Docker entry point [`run::run_with`] |
+//! | [`matrix`] | `run`, `backend::ssh`, `broker`, `error` |
 //!
 //! The harness builds on `history`, `checkers`, `report`, `workloads` and
 //! `nemesis`. It must not depend on the CLI (the `gauntlet` crate): the CLI calls

@@ -5,6 +5,10 @@
 //! key, and a known_hosts file filled by `ssh-keyscan` (strict checking). The
 //! containers carry the `gauntlet.run` label of the lab, so `gauntlet lab down`
 //! and `gauntlet clean` remove them. `gauntlet lab up`; the SSH backend's tests.
+//!
+//! May import: `backend::docker` (its labelled objects), `backend::ssh` (the
+//! inventory and remote it fills), `images` (the SSH host image), `error` and
+//! the labels. Neither backend imports this file.
 use crate::error::{docker_err, io_err, HarnessError, Result};
 use crate::{RunId, LABEL_NODE, LABEL_RUN};
 use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};

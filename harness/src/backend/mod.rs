@@ -1,9 +1,16 @@
 //! Where a run's nodes come from. A [`Backend`] turns the scenario's
 //! [`ClusterSpec`] into a running [`Deployment`], and removes what it created
 //! for a run that is interrupted. The run pipeline takes one
-//! (`run::run_with_backend`); Docker is the only one today
-//! ([`DockerBackend`]), and SSH hosts or Kubernetes are additions beside it
-//! (`docs/backends.md`).
+//! (`run::run_with_backend`) and names nothing else of this module. The
+//! backends are beside each other under it: [`docker`]
+//! ([`docker::DockerBackend`]: containers of the local Docker Engine) and
+//! [`ssh`] ([`ssh::SshBackend`]: hosts reached with OpenSSH); Kubernetes would
+//! be one more (`docs/backends.md`). [`lab`] makes Docker containers to try
+//! the SSH backend on; [`http`] is the GET of the recipes' HTTP probes, which
+//! both run.
+//!
+//! May import (this file and `http.rs`): `broker`, `deployment`, `error` and
+//! the labels; never a backend (they import this file, not the other way).
 pub mod docker;
 pub mod http;
 pub mod lab;

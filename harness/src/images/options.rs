@@ -57,7 +57,7 @@ pub fn default_cache_dir() -> PathBuf {
     }
 }
 
-/// One image that [`ensure_images`] made sure of.
+/// One image that [`crate::images::ensure_images`] made sure of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageStatus {
     /// The broker the image is for (Kafka for its storage node's image).

@@ -1,5 +1,7 @@
 //! What Gauntlet runs on an SSH host, as shell text: every command of the SSH
 //! backend is built here, so `--plan` can print exactly what would run.
+//!
+//! May import: this backend's inventory only.
 use super::inventory::Host;
 
 /// Gauntlet's own iptables chain on a host, jumped to from INPUT and OUTPUT:
