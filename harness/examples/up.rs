@@ -1,7 +1,8 @@
 //! Bring a cluster up and hold it until Ctrl-C, which removes it:
 //! `cargo run -p gauntlet-harness --example up -- rabbitmq 3`.
 //! Prints each node's client endpoints, for trying a client or a fault by hand.
-use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::backend::docker::{self, DockerDeployment};
+use gauntlet_harness::backend::ClusterSpec;
 use gauntlet_harness::{BrokerKind, Deployment};
 
 #[tokio::main]

@@ -1,32 +1,21 @@
 //! What each broker needs to run as a cluster: its recipe, as data, free of any
 //! container runtime. A deployment backend (Docker today) turns a recipe into nodes.
+//!
+//! May import: nothing of the crate. The recipes ([`crate::brokers`]) import
+//! this file, and implement [`BrokerExt`] there; nothing here names a recipe,
+//! an image builder or a backend.
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use gauntlet_workloads::broker::{BrokerKind, UnknownBroker};
 
 /// What the harness knows of each broker: its recipe and its local image.
+/// Implemented for [`BrokerKind`] in [`crate::brokers`], beside the recipes.
 pub trait BrokerExt {
     /// The recipe that deploys this broker.
     fn recipe(self) -> &'static dyn Recipe;
     /// The local image Gauntlet builds for this broker: `gauntlet/<broker>:<version>`.
     fn default_image(self) -> String;
-}
-
-impl BrokerExt for BrokerKind {
-    fn recipe(self) -> &'static dyn Recipe {
-        match self {
-            BrokerKind::RabbitMq => &crate::brokers::rabbitmq::RabbitMq,
-            BrokerKind::Nats => &crate::brokers::nats::Nats,
-            BrokerKind::Redis => &crate::brokers::redis::Redis,
-            BrokerKind::Kafka => &crate::brokers::kafka::Tansu,
-            BrokerKind::Sqs => &crate::brokers::sqs::Moto,
-        }
-    }
-
-    fn default_image(self) -> String {
-        format!("gauntlet/{}:{}", self.name(), self.recipe().version())
-    }
 }
 
 /// Which conventions the image follows: Gauntlet's own Debian-based images, or the

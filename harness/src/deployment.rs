@@ -1,7 +1,7 @@
 //! The backend-neutral face of a running cluster: a [`Deployment`] (named nodes,
 //! client endpoints, logs, teardown) over [`NodeControl`] (process faults and
 //! exec), the nemesis's trait, which each backend implements directly: Docker
-//! in [`crate::docker`], SSH in [`crate::ssh`].
+//! in [`crate::backend::docker`], SSH in [`crate::backend::ssh`].
 use crate::broker::{BrokerKind, Capabilities};
 use crate::error::Result;
 use crate::RunId;

@@ -1,4 +1,6 @@
 //! Typed errors of the harness. Each names the node and what it printed where that is known.
+//!
+//! May import: nothing of the crate (every other file imports this one).
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -213,6 +215,17 @@ pub(crate) fn docker_err(
 ) -> impl FnOnce(bollard::errors::Error) -> HarnessError {
     let what = what.into();
     move |source| HarnessError::Docker { what, source }
+}
+
+/// Whether a Docker API error is a 404 (no such container, network or image).
+pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
 }
 
 pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {

@@ -2,17 +2,43 @@
 //! the client proxy and the run pipeline.
 //!
 //! The backend-neutral part is [`broker`] (what each broker needs, as data: one
-//! recipe per broker in [`brokers`]) and [`deployment`] (the [`Deployment`] and
-//! [`NodeControl`] traits). [`docker`] implements them with the Docker Engine API,
-//! and [`images`] builds Gauntlet's own images without any registry.
+//! recipe per broker in [`brokers`]), [`deployment`] (the [`Deployment`] and
+//! [`NodeControl`] traits) and [`backend`] (the [`backend::Backend`] trait and
+//! the [`backend::ClusterSpec`] it launches). The backends sit under it:
+//! [`backend::docker`] implements them with the Docker Engine API,
+//! [`backend::ssh`] on hosts reached with OpenSSH; [`backend::lab`] makes
+//! Docker containers to try the SSH backend on. [`images`] builds Gauntlet's
+//! own images without any registry, one file per concern.
 //!
 //! [`proxy`] is the client proxy: a TCP proxy between the clients and the nodes,
 //! for the faults on that path. [`run`] is the run pipeline: a [`backend::Backend`]
-//! ([`backend::DockerBackend`] for [`run::run_with`]) launches the deployment (the
-//! only backend-specific step), then `run_on` drives the
+//! ([`backend::docker::DockerBackend`] for [`run::run_with`]) launches the
+//! deployment (the only backend-specific step), then `run_on` drives the
 //! schedule, the nemesis, the workers, the final heal, the drain and the teardown
 //! over `&dyn Deployment`, and the history is judged. [`matrix`] runs scenarios
 //! against what each must show.
+//!
+//! # Layers: what each module may import
+//!
+//! Each file says it in its own doc comment; the whole, lowest first (a module
+//! imports only from the rows above its own, and no two files of the crate
+//! import each other, directly or around a circle):
+//!
+//! | module | may import (of this crate) |
+//! |---|---|
+//! | [`error`], [`labels`] | nothing |
+//! | [`broker`] | nothing (the recipes' types; [`broker::BrokerExt`] is implemented in [`brokers`]) |
+//! | [`images::rootfs`] | nothing (what the images are made of, as data) |
+//! | [`brokers`] | `broker`, `images::rootfs`, `error` (tests: `backend::ClusterSpec`) |
+//! | [`deployment`] | `broker`, `error`, `labels` |
+//! | [`images`] (the builder) | `broker`, `brokers`, `images::*`, `error`, `labels` |
+//! | [`backend`] (`mod.rs`, `http.rs`) | `broker`, `deployment`, `error`, `labels` |
+//! | [`backend::docker`] | `backend`, `broker`, `deployment`, `images`, `error`, `labels` |
+//! | [`backend::ssh`] | `backend`, `broker`, `deployment`, `error`, `labels`: never `run`, never Docker |
+//! | [`backend::lab`] | `backend::docker`, `backend::ssh`, `images`, `error`, `labels` |
+//! | [`proxy`] | `error` |
+//! | [`run`] | `backend`, `broker`, `deployment`, `proxy`, `error`, `labels`; no backend but the Docker entry point [`run::run_with`] |
+//! | [`matrix`] | `run`, `backend::ssh`, `broker`, `error` |
 //!
 //! The harness builds on `history`, `checkers`, `report`, `workloads` and
 //! `nemesis`. It must not depend on the CLI (the `gauntlet` crate): the CLI calls
@@ -22,72 +48,17 @@ pub mod backend;
 pub mod broker;
 pub mod brokers;
 pub mod deployment;
-pub mod docker;
 pub mod error;
 pub mod images;
+pub mod labels;
 pub mod matrix;
 pub mod proxy;
 pub mod run;
-pub mod ssh;
 
 pub use broker::{BrokerKind, Capabilities, Command, Flavour, ImageRef, Recipe};
 pub use deployment::{Deployment, Endpoint, ExecOutput, NodeControl};
 pub use error::{HarnessError, Result};
-
-use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Label on every container and network Gauntlet creates; its value is the run id.
-pub const LABEL_RUN: &str = "gauntlet.run";
-/// Label naming the node (n1..nN) of a container.
-pub const LABEL_NODE: &str = "gauntlet.node";
-/// Label naming the broker of a container.
-pub const LABEL_BROKER: &str = "gauntlet.broker";
-
-/// Identifies one run; every object the run creates carries it as `gauntlet.run`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct RunId(String);
-
-impl RunId {
-    /// A fresh id: `<unix seconds>-<pid>-<counter>`, unique on this machine.
-    pub fn generate() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        RunId(format!("{secs}-{}-{n}", std::process::id()))
-    }
-
-    /// An id chosen by the caller (e.g. the results folder's name). Characters Docker
-    /// does not accept in names are replaced by `-`.
-    pub fn from_name(name: &str) -> Self {
-        let clean: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        RunId(clean)
-    }
-
-    /// The id as text, as the labels and names carry it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use labels::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
 
 #[cfg(test)]
 mod tests {

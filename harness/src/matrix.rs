@@ -375,8 +375,8 @@ async fn on_hosts(
     exe: &Path,
     events: EventSink,
 ) -> Result<run::RunOutcome, HarnessError> {
-    let (inventory, remote) = crate::ssh::open(path)?;
-    let backend = std::sync::Arc::new(crate::ssh::SshBackend::new(inventory, remote));
+    let (inventory, remote) = crate::backend::ssh::open(path)?;
+    let backend = std::sync::Arc::new(crate::backend::ssh::SshBackend::new(inventory, remote));
     run::run_with_backend(
         backend,
         Instant::now(),

@@ -34,6 +34,8 @@
 //!   on both sides.
 //!
 //! A link with no upstream yet (the node is not created) refuses connections.
+//!
+//! May import: `error` only.
 use crate::error::HarnessError;
 use gauntlet_history::rng::Rng;
 use std::net::SocketAddr;

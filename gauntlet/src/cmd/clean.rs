@@ -17,12 +17,12 @@ pub struct CleanArgs {
 pub fn run(args: CleanArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async {
-        let docker = gauntlet_harness::docker::connect().await?;
+        let docker = gauntlet_harness::backend::docker::connect().await?;
         let run = args.run.as_deref().map(RunId::from_name);
         let found = if args.dry_run {
-            gauntlet_harness::docker::list_labelled(&docker, run.as_ref()).await?
+            gauntlet_harness::backend::docker::list_labelled(&docker, run.as_ref()).await?
         } else {
-            gauntlet_harness::docker::remove_labelled(&docker, run.as_ref()).await?
+            gauntlet_harness::backend::docker::remove_labelled(&docker, run.as_ref()).await?
         };
         let verb = if args.dry_run {
             "would remove"
@@ -57,7 +57,7 @@ pub struct HealArgs {
 pub fn heal(args: HealArgs) -> anyhow::Result<i32> {
     let (inventory, remote) = super::run::ssh_backend(&args.hosts)?;
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    rt.block_on(gauntlet_harness::ssh::heal_hosts(
+    rt.block_on(gauntlet_harness::backend::ssh::heal_hosts(
         &inventory,
         remote.as_ref(),
     ))?;

@@ -35,7 +35,7 @@ pub enum ImagesCmd {
 pub fn run(cmd: ImagesCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async {
-        let docker = gauntlet_harness::docker::connect().await?;
+        let docker = gauntlet_harness::backend::docker::connect().await?;
         match cmd {
             ImagesCmd::Build { broker, force } => {
                 let brokers = match &broker {

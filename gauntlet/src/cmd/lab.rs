@@ -2,7 +2,7 @@
 //! any (containers from Gauntlet's SSH host image, reached only over SSH).
 use anyhow::Context;
 use clap::Subcommand;
-use gauntlet_harness::ssh::lab::{self, Lab};
+use gauntlet_harness::backend::lab::{self, Lab};
 use gauntlet_harness::{BrokerKind, RunId};
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub enum LabCmd {
 pub fn run(cmd: LabCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async {
-        let docker = gauntlet_harness::docker::connect().await?;
+        let docker = gauntlet_harness::backend::docker::connect().await?;
         match cmd {
             LabCmd::Up { dir, nodes, broker } => {
                 let kind: BrokerKind = broker.parse()?;

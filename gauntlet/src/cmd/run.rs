@@ -75,10 +75,10 @@ pub struct RunArgs {
 pub fn ssh_backend(
     path: &std::path::Path,
 ) -> anyhow::Result<(
-    gauntlet_harness::ssh::Inventory,
-    std::sync::Arc<gauntlet_harness::ssh::OpenSsh>,
+    gauntlet_harness::backend::ssh::Inventory,
+    std::sync::Arc<gauntlet_harness::backend::ssh::OpenSsh>,
 )> {
-    Ok(gauntlet_harness::ssh::open(path)?)
+    Ok(gauntlet_harness::backend::ssh::open(path)?)
 }
 
 /// One name of `--nemesis`: a fault (parsed here, once), or `none`.
@@ -229,9 +229,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let outcome = match &args.hosts {
         None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, events)),
         Some(path) if args.plan => {
-            let inventory = gauntlet_harness::ssh::Inventory::read(path)?;
+            let inventory = gauntlet_harness::backend::ssh::Inventory::read(path)?;
             let control = std::env::temp_dir().join("gauntlet-ssh-PID");
-            let text = rt.block_on(gauntlet_harness::ssh::plan(
+            let text = rt.block_on(plan_on_hosts(
                 &inventory,
                 &scenario,
                 &control.display().to_string(),
@@ -252,8 +252,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
                 inventory.hosts.len(),
                 path.display()
             );
-            let backend =
-                std::sync::Arc::new(gauntlet_harness::ssh::SshBackend::new(inventory, remote));
+            let backend = std::sync::Arc::new(gauntlet_harness::backend::ssh::SshBackend::new(
+                inventory, remote,
+            ));
             rt.block_on(gauntlet_harness::run::run_with_backend(
                 backend,
                 std::time::Instant::now(),
@@ -460,6 +461,20 @@ pub fn bar_line(tick: &str) -> String {
     )
 }
 
+/// Every command a run of `scenario` would run on the hosts of `inventory`, step
+/// by step, as `ssh` command lines (control sockets under `control_dir`): the
+/// SSH backend records its launch and heal, the pipeline plays the faults
+/// against the recording deployment. Runs none of them, opens no connection.
+async fn plan_on_hosts(
+    inventory: &gauntlet_harness::backend::ssh::Inventory,
+    scenario: &gauntlet_harness::run::Scenario,
+    control_dir: &str,
+) -> Result<String, gauntlet_harness::HarnessError> {
+    let plan = gauntlet_harness::backend::ssh::plan::HostPlan::launch(inventory).await?;
+    gauntlet_harness::run::plan_faults(scenario, plan.deployment(), &|t| plan.title(t)).await?;
+    plan.finish(control_dir).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -596,5 +611,40 @@ mod tests {
         assert!(b.ends_with("info 1"));
         assert!(bar_line("20.0/20.0s  ops 1").starts_with(&format!("[{}] 100%", "#".repeat(24))));
         assert!(bar_line("garbage").starts_with(&format!("[{}]   0%", ".".repeat(24))));
+    }
+
+    #[tokio::test]
+    async fn a_plan_lists_every_command_per_step_and_runs_none() {
+        let mut s = Scenario::default_scenario();
+        s.broker = BrokerKind::Redis;
+        s.nodes = Some(2);
+        s.nemesis = ["partition", "pause", "kill-consumer"]
+            .map(|f| f.parse().expect("a fault"))
+            .to_vec();
+        s.nemesis_interval = "5s".into();
+        s.time = "30s".into();
+        let inventory = gauntlet_harness::backend::ssh::Inventory::parse(
+            "[[host]]\naddress = \"10.0.0.11\"\n[[host]]\naddress = \"10.0.0.12\"\nsudo = true\ninterface = \"ens4\"\n\
+             [broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
+             start = \"redis-server /etc/redis.conf\"\nlog = \"/var/log/redis.log\"\nports = { client = 6379 }\n",
+        )
+        .expect("inventory");
+        let text = plan_on_hosts(&inventory, &s, "/tmp/g").await.expect("plan");
+        eprintln!("{text}");
+        assert!(text.contains("\n# launch: "), "{text}");
+        assert!(text.contains("# n1: ssh -o BatchMode=yes"), "{text}");
+        assert!(
+            text.contains("n1 (10.0.0.11): pgrep -x redis-server >/dev/null"),
+            "{text}"
+        );
+        assert!(text.contains("iptables -A GAUNTLET -s 10.0.0.1"), "{text}");
+        assert!(text.contains("kill -STOP"), "{text}");
+        assert!(
+            text.contains("kills a consumer process on this machine"),
+            "{text}"
+        );
+        assert!(text.contains("# at the end"), "{text}");
+        // n2 says sudo: its scripts go through `sudo -n`.
+        assert!(text.contains("n2 (10.0.0.12): sudo -n sh -c"), "{text}");
     }
 }

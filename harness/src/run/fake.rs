@@ -254,7 +254,7 @@ impl crate::backend::Backend for FakeBackend {
     fn name(&self) -> &'static str {
         "fake"
     }
-    async fn launch(&self, spec: crate::docker::ClusterSpec) -> Result<Box<dyn Deployment>> {
+    async fn launch(&self, spec: crate::backend::ClusterSpec) -> Result<Box<dyn Deployment>> {
         if let Ok(mut c) = self.calls.lock() {
             c.push(format!(
                 "launch {} x{} run {} logs {}",

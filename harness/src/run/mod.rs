@@ -5,11 +5,12 @@
 //! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
 //! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
 //! `results/<scenario>/latest` points at the newest.
-use crate::backend::{Backend, DockerBackend};
+use crate::backend::docker::DockerBackend;
+use crate::backend::Backend;
+use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{BrokerKind, ImageRef};
 use crate::deployment::Deployment;
-use crate::docker::ClusterSpec;
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;

@@ -1,4 +1,5 @@
-use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::backend::docker::{self, DockerDeployment};
+use gauntlet_harness::backend::ClusterSpec;
 use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
 use std::future::Future;
 use std::path::PathBuf;

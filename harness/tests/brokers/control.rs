@@ -2,7 +2,8 @@
 //! pause/unpause, stop/start/restart, exec with NET_ADMIN, and that the run's
 //! label is what cleanup goes by (a leaked deployment goes, unlabelled objects stay).
 use crate::common;
-use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
+use gauntlet_harness::backend::docker::{self, DockerDeployment};
+use gauntlet_harness::backend::ClusterSpec;
 use gauntlet_harness::{BrokerKind, Command, Deployment, NodeControl, RunId};
 use std::time::Duration;
 

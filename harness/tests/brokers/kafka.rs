@@ -4,9 +4,10 @@
 //! `kafka_semantics_of_the_durable_cluster` measure which Kafka semantics each
 //! honours and print the table that docs/brokers.md records.
 use crate::common;
+use gauntlet_harness::backend::docker::{self, DockerDeployment};
+use gauntlet_harness::backend::ClusterSpec;
 use gauntlet_harness::broker::BrokerExt;
 use gauntlet_harness::brokers::kafka::MEMORY_IMAGE;
-use gauntlet_harness::docker::{self, ClusterSpec, DockerDeployment};
 use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -21,6 +21,8 @@
 //! log = "/var/log/redis/redis-server.log"
 //! ports = { client = 6379 }
 //! ```
+//!
+//! May import: `error` only.
 use crate::error::{HarnessError, Result};
 use gauntlet_workloads::BrokerKind;
 use serde::Deserialize;

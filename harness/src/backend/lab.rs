@@ -5,6 +5,10 @@
 //! key, and a known_hosts file filled by `ssh-keyscan` (strict checking). The
 //! containers carry the `gauntlet.run` label of the lab, so `gauntlet lab down`
 //! and `gauntlet clean` remove them. `gauntlet lab up`; the SSH backend's tests.
+//!
+//! May import: `backend::docker` (its labelled objects), `backend::ssh` (the
+//! inventory and remote it fills), `images` (the SSH host image), `error` and
+//! the labels. Neither backend imports this file.
 use crate::error::{docker_err, io_err, HarnessError, Result};
 use crate::{RunId, LABEL_NODE, LABEL_RUN};
 use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
@@ -188,8 +192,8 @@ impl Lab {
     }
 
     /// Removes the lab's containers and network (by its label).
-    pub async fn down(docker: &Docker, run: &RunId) -> Result<crate::docker::Labelled> {
-        crate::docker::remove_labelled(docker, Some(run)).await
+    pub async fn down(docker: &Docker, run: &RunId) -> Result<crate::backend::docker::Labelled> {
+        crate::backend::docker::remove_labelled(docker, Some(run)).await
     }
 }
 
@@ -205,7 +209,10 @@ pub const LAB_NATS: &str = "[broker]\nkind = \"nats\"\nmode = \"install\"\n";
 /// Starts Redis on every machine of an inventory over SSH, as an operator
 /// would before a `mode = "installed"` run: n1 the primary, the others its
 /// replicas, append-only with `appendfsync always`. Waits for the replicas.
-pub async fn start_redis(inventory: &super::Inventory, remote: &dyn super::Remote) -> Result<()> {
+pub async fn start_redis(
+    inventory: &crate::backend::ssh::Inventory,
+    remote: &dyn crate::backend::ssh::Remote,
+) -> Result<()> {
     let first = inventory
         .hosts
         .first()
@@ -223,7 +230,7 @@ pub async fn start_redis(inventory: &super::Inventory, remote: &dyn super::Remot
         let script = format!(
             "printf '%s' {} > /etc/gauntlet-redis.conf && install -d /var/lib/redis && \
              (pgrep -x redis-server >/dev/null || redis-server /etc/gauntlet-redis.conf)",
-            super::commands::quote(&conf)
+            crate::backend::ssh::commands::quote(&conf)
         );
         let out = remote.run(h, &script, Duration::from_secs(30)).await?;
         if !out.success() {

@@ -1,5 +1,7 @@
 //! What Gauntlet runs on an SSH host, as shell text: every command of the SSH
 //! backend is built here, so `--plan` can print exactly what would run.
+//!
+//! May import: this backend's inventory only.
 use super::inventory::Host;
 
 /// Gauntlet's own iptables chain on a host, jumped to from INPUT and OUTPUT:
@@ -144,7 +146,7 @@ pub fn remove_delay(interface: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ssh::inventory::KnownHosts;
+    use crate::backend::ssh::inventory::KnownHosts;
 
     fn host() -> Host {
         Host {

@@ -3,6 +3,9 @@
 //! starts it, and at teardown stops it and removes its data, configuration and
 //! log (the package stays), as Jepsen's `db` setup does. NATS JetStream only,
 //! so far.
+//!
+//! May import: this backend's commands and inventory, `broker` (the recipes'
+//! probes).
 use super::commands::quote;
 use super::inventory::Inventory;
 use crate::broker::{BrokerKind, Probe};

@@ -1,8 +1,18 @@
-//! A cluster of one broker in Docker containers.
+//! A cluster of one broker in Docker containers: the [`DockerDeployment`],
+//! its launch, its [`NodeControl`] and [`Deployment`]; its readiness probes
+//! and logs are in `cluster/probe.rs`.
+//!
+//! May import: `backend` (the spec), `backend::docker`'s `image` and
+//! `ports`, `broker`, `deployment`, `error` and the labels; never `run`.
+mod probe;
+
+use super::image::ensure_image;
+use super::labelled::{remove_labelled, remove_run_blocking};
+use super::ports::free_ports;
+use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{
-    BrokerKind, Capabilities, ClusterContext, Command, Flavour, ImageRef, NodePlan, Probe, Recipe,
-    STORAGE_NODE,
+    BrokerKind, Capabilities, ClusterContext, Command, NodePlan, Probe, Recipe, STORAGE_NODE,
 };
 use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{docker_err, io_err, HarnessError, Result};
@@ -14,8 +24,7 @@ use bollard::models::{
     NetworkingConfig, PortBinding,
 };
 use bollard::query_parameters::{
-    CreateContainerOptions, KillContainerOptions, LogsOptions, StartContainerOptions,
-    StopContainerOptions,
+    CreateContainerOptions, KillContainerOptions, StartContainerOptions, StopContainerOptions,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -25,117 +34,7 @@ type PortMap = (Vec<String>, HashMap<String, Option<Vec<PortBinding>>>);
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// What to deploy.
-#[derive(Debug, Clone)]
-pub struct ClusterSpec {
-    /// The broker to deploy (its recipe comes with it).
-    pub broker: BrokerKind,
-    /// Number of nodes; the recipe's default when `None`.
-    pub nodes: Option<usize>,
-    /// The image every broker node runs.
-    pub image: ImageRef,
-    /// The run's id: the value of the `gauntlet.run` label and part of every name.
-    pub run_id: RunId,
-    /// Where teardown writes the node logs (`<dir>/<node>.log`), if anywhere.
-    pub logs_dir: Option<PathBuf>,
-    /// How long each node may take to become ready; the recipe's default when `None`.
-    pub ready_timeout: Option<Duration>,
-    /// Build Gauntlet's image when it is missing (as `gauntlet images build` would).
-    pub build_missing_image: bool,
-    /// Client-facing addresses by node index and port name, when clients reach the
-    /// nodes through a proxy (recipes advertise them, see `ClusterContext::client_endpoint`).
-    pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
-    /// More environment for the storage node (`KEY=value`), where there is one.
-    pub storage_env: Vec<String>,
-    /// Where a build of a missing image tells what it does (nowhere by default).
-    pub image_progress: crate::images::SharedProgress,
-}
-
-impl ClusterSpec {
-    /// The recipe's default size, Gauntlet's local image, a fresh run id.
-    pub fn new(broker: BrokerKind) -> Self {
-        ClusterSpec {
-            broker,
-            nodes: None,
-            image: ImageRef::local(broker),
-            run_id: RunId::generate(),
-            logs_dir: None,
-            ready_timeout: None,
-            build_missing_image: false,
-            client_endpoints: Vec::new(),
-            storage_env: Vec::new(),
-            image_progress: Default::default(),
-        }
-    }
-
-    /// What the image can do (the memory build of Kafka has one node and forgets
-    /// on restart; the durable cluster does not).
-    pub fn capabilities(&self) -> Capabilities {
-        let recipe = self.broker.recipe();
-        recipe.capabilities_in(&ClusterContext {
-            nodes: Vec::new(),
-            host_endpoints: Vec::new(),
-            client_endpoints: Vec::new(),
-            flavour: self.image.flavour,
-            secret: String::new(),
-            image: self.image.name.clone(),
-            storage: None,
-        })
-    }
-
-    /// The number of broker nodes: as asked, else the recipe's default within
-    /// what the image can do.
-    pub fn node_count(&self) -> usize {
-        self.nodes.unwrap_or_else(|| {
-            self.broker
-                .recipe()
-                .default_nodes()
-                .min(self.capabilities().max_nodes)
-        })
-    }
-
-    /// The same spec with `n` broker nodes.
-    pub fn nodes(mut self, n: usize) -> Self {
-        self.nodes = Some(n);
-        self
-    }
-
-    /// The same spec with `image` instead of Gauntlet's local image.
-    pub fn image(mut self, image: ImageRef) -> Self {
-        self.image = image;
-        self
-    }
-
-    /// The same spec under the run id `id`.
-    pub fn run_id(mut self, id: RunId) -> Self {
-        self.run_id = id;
-        self
-    }
-
-    /// The same spec, whose teardown writes the node logs into `dir`.
-    pub fn logs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.logs_dir = Some(dir.into());
-        self
-    }
-
-    /// The same spec, building Gauntlet's image when it is missing if `yes`.
-    pub fn build_missing_image(mut self, yes: bool) -> Self {
-        self.build_missing_image = yes;
-        self
-    }
-
-    /// Clients reach port `port` of node `i` at `addrs[i]` (a proxy), not the published port.
-    pub fn client_endpoints(mut self, port: &'static str, addrs: &[std::net::SocketAddr]) -> Self {
-        self.client_endpoints = addrs
-            .iter()
-            .map(|a| BTreeMap::from([(port, (a.ip().to_string(), a.port()))]))
-            .collect();
-        self
-    }
-}
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 struct Node {
@@ -169,52 +68,6 @@ impl std::fmt::Debug for DockerDeployment {
             .field("nodes", &self.nodes)
             .finish()
     }
-}
-
-/// `count` distinct ports on 127.0.0.1 that are free now. Chosen by us rather than
-/// by Docker so that a node keeps its host port across restarts; each is held
-/// until all are chosen (a port dropped and asked for again can come back), and
-/// they are taken below the kernel's ephemeral range where it leaves room, so
-/// that no outgoing connection of this machine takes one before Docker binds it.
-fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let (lo, _) = ephemeral_range();
-    let mut held: Vec<std::net::TcpListener> = Vec::with_capacity(count);
-    let mut rng = gauntlet_history::rng::Rng::new(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-            ^ u64::from(std::process::id()),
-    );
-    let mut tries = 0;
-    while held.len() < count && tries < 2000 && lo > 11_000 {
-        tries += 1;
-        let port = rng.range(10_000, u64::from(lo) - 1) as u16;
-        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-            held.push(l);
-        }
-    }
-    while held.len() < count {
-        held.push(std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::NoPort)?);
-    }
-    held.iter()
-        .map(|l| {
-            l.local_addr()
-                .map(|a| a.port())
-                .map_err(HarnessError::NoPort)
-        })
-        .collect()
-}
-
-/// The kernel's range of ephemeral ports (outgoing connections, bind to port 0).
-fn ephemeral_range() -> (u16, u16) {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| {
-            let mut it = s.split_whitespace().filter_map(|x| x.parse::<u16>().ok());
-            Some((it.next()?, it.next()?))
-        })
-        .unwrap_or((32_768, 60_999))
 }
 
 impl DockerDeployment {
@@ -468,15 +321,6 @@ impl DockerDeployment {
         Ok(())
     }
 
-    /// Every node's own probe, all nodes at once.
-    async fn wait_nodes_ready(&self, timeout: Duration) -> Result<()> {
-        futures_util::future::try_join_all(
-            self.nodes.iter().map(|n| self.wait_ready(&n.name, timeout)),
-        )
-        .await
-        .map(|_| ())
-    }
-
     async fn form(&self) -> Result<()> {
         self.wait_nodes_ready(self.ready_timeout).await?;
         for step in self.recipe.join(&self.ctx) {
@@ -536,181 +380,13 @@ impl DockerDeployment {
         self.log_tail(node, None).await
     }
 
-    async fn log_tail(&self, node: &str, lines: Option<usize>) -> Result<String> {
-        let n = self.node(node)?;
-        let mut stream = self.docker.logs(
-            &n.container,
-            Some(LogsOptions {
-                stdout: true,
-                stderr: true,
-                tail: lines.map_or_else(|| "all".to_string(), |l| l.to_string()),
-                ..Default::default()
-            }),
-        );
-        let mut out = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            match chunk {
-                Ok(o) => out.extend_from_slice(&o.into_bytes()),
-                Err(e) => return Err(docker_err(format!("reading the log of {node}"))(e)),
-            }
-        }
-        Ok(String::from_utf8_lossy(&out).into_owned())
-    }
-
-    async fn run_probe(&self, node: &str, probe: &Probe) -> Result<(bool, String)> {
-        match probe {
-            Probe::Exec { command, expect } => {
-                let out = self.exec(node, command, Duration::from_secs(30)).await?;
-                let ok = out.success()
-                    && expect
-                        .as_ref()
-                        .is_none_or(|e| out.stdout.contains(e.as_str()));
-                Ok((ok, out.combined()))
-            }
-            Probe::Http { port, path, expect } => {
-                let i = self.index(node)?;
-                let Some((host, p)) = self.ctx.host_endpoints[i].get(port).cloned() else {
-                    return Ok((false, format!("node has no port named {port}")));
-                };
-                match http_get(&host, p, path).await {
-                    Ok((status, body)) => {
-                        let ok = status == 200
-                            && expect.as_ref().is_none_or(|e| body.contains(e.as_str()));
-                        Ok((ok, format!("HTTP {status}\n{body}")))
-                    }
-                    Err(e) => Ok((false, e)),
-                }
-            }
-        }
-    }
-
-    async fn wait_probe(&self, node: &str, probe: &Probe, timeout: Duration) -> Result<()> {
-        let n = self.node(node)?;
-        let started = Instant::now();
-        loop {
-            let state = self
-                .docker
-                .inspect_container(&n.container, None)
-                .await
-                .map_err(docker_err(format!("inspecting node {node}")))?
-                .state;
-            let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
-            if !running {
-                let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
-                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
-                return Err(HarnessError::NodeExited {
-                    node: node.to_string(),
-                    status,
-                    log_tail,
-                });
-            }
-            let last = match self.run_probe(node, probe).await {
-                Ok((true, _)) => return Ok(()),
-                Ok((false, out)) => out,
-                Err(e) => e.to_string(),
-            };
-            if started.elapsed() >= timeout {
-                let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
-                return Err(HarnessError::NotReady {
-                    node: node.to_string(),
-                    waited: started.elapsed(),
-                    probe: probe.display(),
-                    probe_output: tail_lines(&last, 20),
-                    log_tail,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-
     async fn remove_all(&self) -> Result<()> {
         if self.torn_down.load(Ordering::SeqCst) {
             return Ok(());
         }
-        super::remove_labelled(&self.docker, Some(&self.run_id)).await?;
+        remove_labelled(&self.docker, Some(&self.run_id)).await?;
         self.torn_down.store(true, Ordering::SeqCst);
         Ok(())
-    }
-}
-
-fn tail_lines(s: &str, n: usize) -> String {
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// A bare HTTP/1.0 GET to a published port on the host; (status, body).
-pub(crate) async fn http_get(
-    host: &str,
-    port: u16,
-    path: &str,
-) -> std::result::Result<(u16, String), String> {
-    let io = async {
-        let mut s = tokio::net::TcpStream::connect((host, port))
-            .await
-            .map_err(|e| format!("connect {host}:{port}: {e}"))?;
-        let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n");
-        s.write_all(req.as_bytes())
-            .await
-            .map_err(|e| format!("write: {e}"))?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf)
-            .await
-            .map_err(|e| format!("read: {e}"))?;
-        Ok::<_, String>(String::from_utf8_lossy(&buf).into_owned())
-    };
-    let text = tokio::time::timeout(Duration::from_secs(5), io)
-        .await
-        .map_err(|_| format!("GET {path} on {host}:{port} timed out"))??;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {}", tail_lines(&text, 5)))?;
-    Ok((status, body.to_string()))
-}
-
-async fn ensure_image(docker: &Docker, spec: &ClusterSpec) -> Result<()> {
-    // The storage node's image too, where the recipe has one of its own.
-    let ctx = ClusterContext::for_image(spec.image.flavour, &spec.image.name);
-    if let Some(image) = spec.broker.recipe().storage(&ctx).and_then(|p| p.image) {
-        match docker.inspect_image(&image).await {
-            Ok(_) => {}
-            Err(e) if super::is_not_found(&e) && spec.build_missing_image => {
-                crate::images::ensure_storage_image(
-                    docker,
-                    &crate::images::BuildOptions::default(),
-                    &spec.image_progress,
-                )
-                .await?;
-            }
-            Err(e) if super::is_not_found(&e) => {
-                return Err(HarnessError::ImageMissing {
-                    image,
-                    broker: spec.broker.to_string(),
-                })
-            }
-            Err(e) => return Err(docker_err(format!("inspecting image {image}"))(e)),
-        }
-    }
-    match docker.inspect_image(&spec.image.name).await {
-        Ok(_) => Ok(()),
-        Err(e) if super::is_not_found(&e) => {
-            if spec.build_missing_image && spec.image.flavour == Flavour::Gauntlet {
-                let opts = crate::images::BuildOptions::default();
-                crate::images::ensure_images(docker, &[spec.broker], &opts, &spec.image_progress)
-                    .await
-                    .map(|_| ())
-            } else {
-                Err(HarnessError::ImageMissing {
-                    image: spec.image.name.clone(),
-                    broker: spec.broker.to_string(),
-                })
-            }
-        }
-        Err(e) => Err(docker_err(format!("inspecting image {}", spec.image.name))(
-            e,
-        )),
     }
 }
 
@@ -933,32 +609,6 @@ impl Drop for DockerDeployment {
         // Nothing to tell it to here: who needs the outcome calls `teardown`
         // (a run after Ctrl-C also asks its backend to remove the run, and
         // reports a failure); what is left, `gauntlet clean` finds by label.
-        let _ = super::remove_run_blocking(&self.run_id);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_ports_are_distinct_free_and_below_the_ephemeral_range() {
-        let (lo, hi) = ephemeral_range();
-        assert!(lo <= hi, "{lo} {hi}");
-        for _ in 0..20 {
-            let ports = free_ports(12).expect("ports");
-            let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
-            assert_eq!(distinct.len(), 12, "{ports:?}");
-            if lo > 11_000 {
-                assert!(
-                    ports.iter().all(|&p| (10_000..lo).contains(&p)),
-                    "{ports:?}"
-                );
-            }
-            // Released once chosen: Docker can bind them.
-            for p in ports {
-                assert!(std::net::TcpListener::bind(("127.0.0.1", p)).is_ok(), "{p}");
-            }
-        }
+        let _ = remove_run_blocking(&self.run_id);
     }
 }

@@ -1,11 +1,8 @@
-//! The Docker backend: a private bridge network per run, one container per node,
-//! client ports published on 127.0.0.1, everything labelled `gauntlet.run=<id>`.
-mod cluster;
-
-pub(crate) use cluster::http_get;
-pub use cluster::{ClusterSpec, DockerDeployment};
-
-use crate::error::{docker_err, HarnessError, Result};
+//! Reaching the Docker Engine, and what carries a run's `gauntlet.run` label:
+//! listing and removing it (also blocking, from `Drop`).
+//!
+//! May import: `error` and the labels.
+use crate::error::{docker_err, is_not_found, HarnessError, Result};
 use crate::{RunId, LABEL_RUN};
 use bollard::query_parameters::{
     ListContainersOptions, ListNetworksOptions, RemoveContainerOptions,
@@ -126,30 +123,6 @@ pub async fn remove_labelled(docker: &Docker, run: Option<&RunId>) -> Result<Lab
         Some(e) => Err(e),
         None => Ok(found),
     }
-}
-
-pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(
-        e,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
-}
-
-/// On Ctrl-C, removes the run's containers and network; the task then ends with
-/// the cleanup's result (the caller tells the user and exits). Call once per
-/// run, from inside a tokio runtime.
-pub fn remove_on_ctrl_c(run: RunId) -> tokio::task::JoinHandle<Result<()>> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
-            // No signal handler: nothing will ever ask for the cleanup.
-            std::future::pending::<()>().await;
-        }
-        let docker = connect().await?;
-        remove_labelled(&docker, Some(&run)).await.map(|_| ())
-    })
 }
 
 /// Blocking cleanup of one run, safe to call from `Drop` (also while panicking and

@@ -5,10 +5,20 @@
 //! Built so far: the inventory, the commands, and a [`Deployment`] and
 //! [`Backend`] for brokers that already run on the hosts (`mode = "installed"`);
 //! `mode = "install"` is refused at launch. `docs/backends.md` says what is left.
+//!
+//! This file holds the [`SshDeployment`] (with its [`NodeControl`] and
+//! [`Deployment`]) and the [`SshBackend`]; [`remote`] reaches the hosts,
+//! [`hosts`] knows each host's broker and heals them, [`plan`] records a run's
+//! commands for `--plan`.
+//!
+//! May import: `backend` (the [`Backend`] trait and [`ClusterSpec`]),
+//! `backend::http`, `broker`, `deployment`, `error` and the run id. Never the
+//! run pipeline (`run`), never Docker (`backend::docker`, `images`): the
+//! pipeline and the CLI call in here with what they need.
 use crate::backend::Backend;
+use crate::backend::ClusterSpec;
 use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Command, Probe};
 use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
-use crate::docker::ClusterSpec;
 use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::path::{Path, PathBuf};
@@ -16,78 +26,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod commands;
+pub mod hosts;
 pub mod install;
 pub mod inventory;
-pub mod lab;
+pub mod plan;
+pub mod remote;
 
+pub use hosts::{heal_hosts, ops, Ops};
 pub use inventory::{BrokerSetup, Host, Inventory, KnownHosts};
-
-/// Runs a script on a host. [`OpenSsh`] runs it; a recording one prints the plan.
-#[async_trait::async_trait]
-pub trait Remote: Send + Sync {
-    /// Runs `script` with `sh -c` on `host`, at most `timeout`.
-    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput>;
-}
-
-/// The system `ssh`, one master connection per host for the whole run.
-pub struct OpenSsh {
-    control_dir: PathBuf,
-}
-
-impl OpenSsh {
-    /// Control sockets go in `control_dir` (it is created; keep the path short:
-    /// a Unix socket path has about 100 bytes).
-    pub fn new(control_dir: PathBuf) -> Result<Self> {
-        std::fs::create_dir_all(&control_dir).map_err(crate::error::io_err(format!(
-            "creating {}",
-            control_dir.display()
-        )))?;
-        Ok(OpenSsh { control_dir })
-    }
-}
-
-#[async_trait::async_trait]
-impl Remote for OpenSsh {
-    async fn run(&self, host: &Host, script: &str, timeout: Duration) -> Result<ExecOutput> {
-        let argv = commands::ssh_argv(host, &self.control_dir.display().to_string(), script);
-        let mut cmd = tokio::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(timeout, cmd.output())
-            .await
-            .map_err(|_| HarnessError::Ssh {
-                host: host.address.clone(),
-                what: format!("no answer within {timeout:?} to: {script}"),
-            })?
-            .map_err(|e| HarnessError::Ssh {
-                host: host.address.clone(),
-                what: format!("running ssh: {e}"),
-            })?;
-        let exit_code = i64::from(out.status.code().unwrap_or(-1));
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        // 255 is ssh's own failure (no connection, a refused key), not the script's.
-        if exit_code == 255 {
-            return Err(HarnessError::Ssh {
-                host: host.address.clone(),
-                what: stderr.trim().to_string(),
-            });
-        }
-        Ok(ExecOutput {
-            exit_code,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr,
-        })
-    }
-}
-
-/// The inventory at `path` and the system `ssh` to reach its hosts, with the
-/// control sockets in this process's own folder under the temporary directory.
-pub fn open(path: &Path) -> Result<(Inventory, Arc<OpenSsh>)> {
-    let inventory = Inventory::read(path)?;
-    let control = std::env::temp_dir().join(format!("gauntlet-ssh-{}", std::process::id()));
-    Ok((inventory, Arc::new(OpenSsh::new(control)?)))
-}
+pub use remote::{open, OpenSsh, Remote};
 
 /// A broker that already runs on the inventory's hosts.
 pub struct SshDeployment {
@@ -97,62 +44,6 @@ pub struct SshDeployment {
     remote: Arc<dyn Remote>,
     run_id: RunId,
     logs_dir: Option<PathBuf>,
-}
-
-/// How to find, start and read the broker on one host: the inventory's
-/// commands (`installed`) or Gauntlet's own ([`install::InstallPlan`]).
-#[derive(Debug, Clone)]
-pub struct Ops {
-    /// Prints the broker's pid.
-    pub pid: String,
-    /// Starts it.
-    pub start: String,
-    /// Its log file.
-    pub log: String,
-    /// Client ports by the recipe's port names.
-    pub ports: std::collections::BTreeMap<String, u16>,
-    /// Gauntlet's install plan, in `install` mode.
-    pub install: Option<install::InstallPlan>,
-}
-
-/// The operations on node `index` (0-based) of `inventory`; an error when
-/// Gauntlet cannot install its broker.
-pub fn ops(inventory: &Inventory, index: usize) -> Result<Ops> {
-    match &inventory.setup {
-        BrokerSetup::Installed {
-            pid,
-            start,
-            log,
-            ports,
-            ..
-        } => Ok(Ops {
-            pid: pid.clone(),
-            start: start.clone(),
-            log: log.clone(),
-            ports: ports.clone(),
-            install: None,
-        }),
-        BrokerSetup::Install { .. } => {
-            let p = install::plan(inventory, index).ok_or_else(|| {
-                HarnessError::Scenario(format!(
-                    "mode = \"install\" is built for {} only; for {}, install it on the hosts and use mode = \"installed\"",
-                    install::SUPPORTED
-                        .iter()
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    inventory.broker
-                ))
-            })?;
-            Ok(Ops {
-                pid: p.pid.clone(),
-                start: p.start.clone(),
-                log: p.log.clone(),
-                ports: p.ports.clone(),
-                install: Some(p),
-            })
-        }
-    }
 }
 
 impl SshDeployment {
@@ -290,7 +181,7 @@ impl SshDeployment {
                 let e = self
                     .endpoint(node, port)
                     .ok_or_else(|| format!("node {node} has no port named {port}"))?;
-                match crate::docker::http_get(&e.host, e.port, path).await {
+                match crate::backend::http::http_get(&e.host, e.port, path).await {
                     Ok((200, body))
                         if expect.as_ref().is_none_or(|x| body.contains(x.as_str())) =>
                     {
@@ -568,155 +459,6 @@ impl Deployment for SshDeployment {
     }
 }
 
-/// Undoes on every host what a run may have left: Gauntlet's iptables chain,
-/// a netem delay, a paused broker (SIGCONT), a stopped one (its start command).
-/// For `gauntlet heal --hosts` after a harness was killed, and every teardown.
-pub async fn heal_hosts(inventory: &Inventory, remote: &dyn Remote) -> Result<()> {
-    let mut first_error = None;
-    for (i, h) in inventory.hosts.iter().enumerate() {
-        let mut script = vec![
-            commands::heal_traffic(),
-            commands::remove_delay(&h.interface),
-        ];
-        if let Ok(o) = ops(inventory, i) {
-            script.push(format!(
-                "(p=$({} | head -n 1); if [ -n \"$p\" ]; then kill -CONT \"$p\"; else ({}); fi)",
-                o.pid, o.start
-            ));
-        }
-        let s = commands::privileged(h, &script.join("; "));
-        match remote.run(h, &s, Duration::from_secs(60)).await {
-            Ok(out) if out.success() => {}
-            Ok(out) => {
-                first_error.get_or_insert(HarnessError::Ssh {
-                    host: h.address.clone(),
-                    what: format!("heal exited {}: {}", out.exit_code, out.combined()),
-                });
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// A remote that runs nothing (`--plan`): it keeps every script it is asked
-/// to run, under the titles given between them, and answers each with exit 0
-/// and no output.
-#[derive(Default)]
-pub struct Recording {
-    lines: std::sync::Mutex<Vec<PlanLine>>,
-}
-
-/// One line of a plan.
-#[derive(Debug, Clone)]
-pub enum PlanLine {
-    /// What the commands below it are for.
-    Title(String),
-    /// A script that would run on a host.
-    Run {
-        /// The host.
-        host: Host,
-        /// The script.
-        script: String,
-    },
-}
-
-impl Recording {
-    /// Adds a title.
-    pub fn title(&self, t: &str) {
-        if let Ok(mut l) = self.lines.lock() {
-            l.push(PlanLine::Title(t.to_string()));
-        }
-    }
-
-    /// What was kept, in order.
-    pub fn lines(&self) -> Vec<PlanLine> {
-        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait::async_trait]
-impl Remote for Recording {
-    async fn run(&self, host: &Host, script: &str, _timeout: Duration) -> Result<ExecOutput> {
-        if let Ok(mut l) = self.lines.lock() {
-            l.push(PlanLine::Run {
-                host: host.clone(),
-                script: script.to_string(),
-            });
-        }
-        Ok(ExecOutput {
-            exit_code: 0,
-            stdout: String::new(),
-            stderr: String::new(),
-        })
-    }
-}
-
-/// Every command a run of `scenario` would run on the hosts of `inventory`,
-/// step by step, as the `ssh` command lines (control sockets under
-/// `control_dir`); runs none of them and opens no connection.
-pub async fn plan(
-    inventory: &Inventory,
-    scenario: &crate::run::Scenario,
-    control_dir: &str,
-) -> Result<String> {
-    let rec = Arc::new(Recording::default());
-    let remote: Arc<dyn Remote> = rec.clone();
-    let d = SshDeployment::new(inventory.clone(), remote, RunId::from_name("plan"), None)?;
-    if d.ops.iter().any(|o| o.install.is_some()) {
-        rec.title("launch: the package installed when missing, the configuration written, the broker started");
-        d.install_all().await?;
-    }
-    rec.title("launch: the broker's pid on every host (then, from here, a TCP connect to its client ports)");
-    for n in d.nodes() {
-        d.run_checked(&n, &format!("{} >/dev/null", d.ops_of(&n)?.pid), STEP)
-            .await?;
-    }
-    crate::run::plan_faults(scenario, &d, &|t| rec.title(t)).await?;
-    rec.title(
-        "at the end, and on Ctrl-C or a failed run: every host healed (`gauntlet heal --hosts` runs the same)",
-    );
-    heal_hosts(inventory, rec.as_ref()).await?;
-    let node_of = |h: &Host| {
-        inventory
-            .hosts
-            .iter()
-            .position(|x| x == h)
-            .map_or_else(|| "?".to_string(), |i| format!("n{}", i + 1))
-    };
-    // How each host is reached, once; then each step's scripts as they run there.
-    let mut out = String::from(
-        "# every script below runs on its host as: ssh OPTIONS HOST -- 'sh -c SCRIPT'\n",
-    );
-    for (i, h) in inventory.hosts.iter().enumerate() {
-        let argv = commands::ssh_argv(h, control_dir, "SCRIPT");
-        let shown: Vec<String> = argv[..argv.len() - 1]
-            .iter()
-            .map(|a| commands::quote(a))
-            .collect();
-        out.push_str(&format!(
-            "# n{}: {} 'sh -c SCRIPT'\n",
-            i + 1,
-            shown.join(" ")
-        ));
-    }
-    for line in rec.lines() {
-        match line {
-            PlanLine::Title(t) => out.push_str(&format!("\n# {t}\n")),
-            PlanLine::Run { host, script } => {
-                out.push_str(&format!(
-                    "{} ({}): {script}\n",
-                    node_of(&host),
-                    host.address
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Brokers on the inventory's hosts.
 pub struct SshBackend {
     inventory: Inventory,
@@ -904,59 +646,6 @@ mod tests {
             s.contains("kill -CONT") && s.contains("redis-server /etc/redis.conf"),
             "{s}"
         );
-    }
-
-    #[tokio::test]
-    async fn a_plan_lists_every_command_per_step_and_runs_none() {
-        let mut s = crate::run::Scenario::default_scenario();
-        s.broker = BrokerKind::Redis;
-        s.nodes = Some(2);
-        s.nemesis = ["partition", "pause", "kill-consumer"]
-            .map(|f| f.parse().expect("a fault"))
-            .to_vec();
-        s.nemesis_interval = "5s".into();
-        s.time = "30s".into();
-        let text = plan(&inventory(true), &s, "/tmp/g").await.expect("plan");
-        eprintln!("{text}");
-        assert!(text.contains("\n# launch: "), "{text}");
-        assert!(text.contains("# n1: ssh -o BatchMode=yes"), "{text}");
-        assert!(
-            text.contains("n1 (10.0.0.11): pgrep -x redis-server >/dev/null"),
-            "{text}"
-        );
-        assert!(text.contains("iptables -A GAUNTLET -s 10.0.0.1"), "{text}");
-        assert!(text.contains("kill -STOP"), "{text}");
-        assert!(
-            text.contains("kills a consumer process on this machine"),
-            "{text}"
-        );
-        assert!(text.contains("# at the end"), "{text}");
-        // n2 says sudo: its scripts go through `sudo -n`.
-        assert!(text.contains("n2 (10.0.0.12): sudo -n sh -c"), "{text}");
-    }
-
-    #[tokio::test]
-    async fn the_heal_of_an_installed_nats_is_valid_shell() {
-        let inv = Inventory::parse(
-            "[[host]]\naddress = \"10.0.0.1\"\n[[host]]\naddress = \"10.0.0.2\"\n[broker]\nkind = \"nats\"\nmode = \"install\"\n",
-        )
-        .expect("inventory");
-        let rec = Arc::new(super::Recording::default());
-        heal_hosts(&inv, rec.as_ref()).await.expect("heal");
-        let remote: Arc<dyn Remote> = rec.clone();
-        let d = SshDeployment::new(inv.clone(), remote, RunId::from_name("t"), None)
-            .expect("deployment");
-        d.install_all().await.expect("install");
-        for line in rec.lines() {
-            if let PlanLine::Run { script, .. } = line {
-                let out = std::process::Command::new("sh")
-                    .args(["-n", "-c", &script])
-                    .output()
-                    .expect("sh");
-                assert!(out.status.success(), "{script}: {out:?}");
-                assert!(script.contains("setsid nats-server"), "{script}");
-            }
-        }
     }
 
     #[tokio::test]
