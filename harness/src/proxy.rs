@@ -519,7 +519,7 @@ mod tests {
             assert!(t.elapsed() < within, "{what}: not within {within:?}");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        eprintln!("{what} after {:?} (deadline {within:?})", t.elapsed());
+        eprintln!("{what}: after {:?} (deadline {within:?})", t.elapsed());
     }
 
     async fn roundtrip(s: &mut TcpStream, msg: &[u8], limit: Duration) -> Option<Vec<u8>> {

@@ -187,14 +187,14 @@ pub fn run_refused(name: &str, args: &[&str]) -> (i32, String) {
 
 /// Polls `probe` (every 200 ms) until it returns `Some`, or panics once `within`
 /// has passed, naming `what` and the deadline. The time it took is printed
-/// ("`what` after 12.3 s (deadline 120 s)"), so a slow machine shows how close it
+/// ("`what`: after 12.3 s (deadline 120 s)"), so a slow machine shows how close it
 /// came. Tests wait for the event itself with this, never with a fixed sleep.
 pub fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let started = Instant::now();
     loop {
         if let Some(v) = probe() {
             eprintln!(
-                "{what} after {:.1} s (deadline {} s)",
+                "{what}: after {:.1} s (deadline {} s)",
                 started.elapsed().as_secs_f64(),
                 within.as_secs()
             );

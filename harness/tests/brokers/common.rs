@@ -81,7 +81,7 @@ pub async fn teardown(dep: DockerDeployment) {
 
 /// Retry `f` until it succeeds or `within` has passed; the last error is in the panic.
 /// The tests' way to wait for an event (never a fixed sleep): the time it took is
-/// printed ("`what` after 12.3 s (deadline 120 s)"), so a slow machine shows how
+/// printed ("`what`: after 12.3 s (deadline 120 s)"), so a slow machine shows how
 /// close it came.
 pub async fn retry<T, E: std::fmt::Display, F, Fut>(what: &str, within: Duration, mut f: F) -> T
 where
@@ -93,7 +93,7 @@ where
         match f().await {
             Ok(v) => {
                 eprintln!(
-                    "{what} after {:.1} s (deadline {} s)",
+                    "{what}: after {:.1} s (deadline {} s)",
                     started.elapsed().as_secs_f64(),
                     within.as_secs()
                 );
