@@ -266,11 +266,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// A sink that takes `room` bytes, then fails like a full disk (the bytes of
-    /// the write that does not fit are taken up to the limit, as `write` does).
-    /// A disk that fills up: it takes `lines` whole lines, then `room` more
-    /// bytes, then refuses (whatever the lines' lengths, which grow with the
-    /// time field on a busy machine).
+    /// A disk that fills up: it takes `lines` whole lines, then `room` more bytes
+    /// (of the write that does not fit, up to the limit, as `write` does), then
+    /// refuses like a full disk. Counted in lines, not bytes: a line's length
+    /// grows with its time field, which a busy machine makes longer.
     struct FullAfter {
         lines: usize,
         room: usize,

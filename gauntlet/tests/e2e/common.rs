@@ -3,6 +3,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 pub struct Run {
     pub code: i32,
@@ -184,4 +185,49 @@ pub fn run_refused(name: &str, args: &[&str]) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Polls `probe` (every 200 ms) until it returns `Some`, or panics once `within`
+/// has passed, naming `what` and the deadline. The time it took is printed
+/// ("`what`: after 12.3 s (deadline 120 s)"), so a slow machine shows how close it
+/// came. Tests wait for the event itself with this, never with a fixed sleep.
+pub fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            eprintln!(
+                "{what}: after {:.1} s (deadline {} s)",
+                started.elapsed().as_secs_f64(),
+                within.as_secs()
+            );
+            return v;
+        }
+        assert!(
+            started.elapsed() < within,
+            "{what}: not within {} s",
+            within.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The history of the one run under `results` (`RESULTS/<scenario>/<stamp>/history.jsonl`),
+/// once the run has created it.
+pub fn history_under(results: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(results)
+        .ok()?
+        .flatten()
+        .filter_map(|scenario| std::fs::read_dir(scenario.path()).ok())
+        .flat_map(|runs| runs.flatten())
+        .map(|run| run.path().join("history.jsonl"))
+        .find(|h| h.is_file())
+}
+
+/// The events of a history file that read whole (a line being written is left out).
+pub fn history_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
 }

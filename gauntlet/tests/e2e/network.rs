@@ -200,6 +200,17 @@ fn rabbitmq_degraded_links_keep_at_least_once() {
         .filter(|v| v["f"] == "send" && v["type"] == "ok")
         .filter(|v| v["time"].as_u64().unwrap_or(0) > last_end)
         .count();
+    let last_op = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["f"] == "send")
+        .filter_map(|v| v["time"].as_u64())
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "rabbit links: {ok_after} sends ok in the {:.1} s of sends after the last fault ended",
+        last_op.saturating_sub(last_end) as f64 / 1e9
+    );
     assert!(
         ok_after > 10,
         "only {ok_after} sends ok after the last fault"

@@ -9,7 +9,7 @@
 //! negative control is caught, `--plan` prints the commands and changes nothing,
 //! Ctrl-C heals the hosts before the run exits, and `gauntlet heal --hosts`
 //! undoes a partition that a SIGKILLed Gauntlet left.
-use crate::common::{count, no_leftovers, report, results_dir, schedule_file, Run};
+use crate::common::{count, no_leftovers, report, results_dir, schedule_file, wait_for, Run};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -260,17 +260,12 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("start gauntlet");
-        let started = Instant::now();
-        let partitioned = loop {
-            if let Some(i) = (0..3).find(|&i| hosts.has_chain(i)) {
-                break i;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(90),
-                "no partition within 90 s"
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        };
+        // The deployment over SSH comes first: generous on a loaded machine.
+        let partitioned = wait_for(
+            &format!("{name}: a host partitioned"),
+            Duration::from_secs(180),
+            || (0..3).find(|&i| hosts.has_chain(i)),
+        );
         (child, partitioned)
     };
     let (mut child, _) = partitioned_run("ssh-interrupted");

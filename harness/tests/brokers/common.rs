@@ -81,6 +81,9 @@ pub async fn teardown(dep: DockerDeployment) {
 }
 
 /// Retry `f` until it succeeds or `within` has passed; the last error is in the panic.
+/// The tests' way to wait for an event (never a fixed sleep): the time it took is
+/// printed ("`what`: after 12.3 s (deadline 120 s)"), so a slow machine shows how
+/// close it came.
 pub async fn retry<T, E: std::fmt::Display, F, Fut>(what: &str, within: Duration, mut f: F) -> T
 where
     F: FnMut() -> Fut,
@@ -89,7 +92,14 @@ where
     let started = Instant::now();
     loop {
         match f().await {
-            Ok(v) => return v,
+            Ok(v) => {
+                eprintln!(
+                    "{what}: after {:.1} s (deadline {} s)",
+                    started.elapsed().as_secs_f64(),
+                    within.as_secs()
+                );
+                return v;
+            }
             Err(e) if started.elapsed() < within => {
                 eprintln!("{what}: {e}; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;

@@ -24,7 +24,7 @@ async fn pause_stop_restart_and_exec_with_net_admin() {
     let dep = common::launch(BrokerKind::Redis, Some(1)).await;
     let addr = dep.addrs("client")[0].clone();
     assert_eq!(
-        common::retry("ping", Duration::from_secs(20), || ping(&addr)).await,
+        common::retry("ping", Duration::from_secs(60), || ping(&addr)).await,
         "PONG"
     );
 
@@ -32,7 +32,7 @@ async fn pause_stop_restart_and_exec_with_net_admin() {
     assert!(ping(&addr).await.is_err(), "a paused node does not answer");
     dep.unpause("n1").await.expect("unpause");
     assert_eq!(
-        common::retry("ping after unpause", Duration::from_secs(20), || ping(
+        common::retry("ping after unpause", Duration::from_secs(60), || ping(
             &addr
         ))
         .await,
@@ -54,7 +54,7 @@ async fn pause_stop_restart_and_exec_with_net_admin() {
     assert_eq!(
         common::retry(
             "ping after restart, same host port",
-            Duration::from_secs(20),
+            Duration::from_secs(60),
             || ping(&addr)
         )
         .await,
@@ -80,7 +80,7 @@ async fn pause_stop_restart_and_exec_with_net_admin() {
         .expect("exec");
     assert!(out.success(), "iptables -D: {}", out.combined());
     assert_eq!(
-        common::retry("ping after heal", Duration::from_secs(20), || ping(&addr)).await,
+        common::retry("ping after heal", Duration::from_secs(60), || ping(&addr)).await,
         "PONG"
     );
     let out = dep

@@ -85,7 +85,7 @@ async fn three_nodes_quorum_queue_survives_kill_of_a_node() {
         common::retry("connect n1", Duration::from_secs(60), || channel(&addrs[0])).await;
     publish(&ch1, "m1").await;
     assert_eq!(
-        common::retry("get m1", Duration::from_secs(20), || get(&ch1)).await,
+        common::retry("get m1", Duration::from_secs(60), || get(&ch1)).await,
         "m1"
     );
     publish(&ch1, "m2").await;
@@ -113,7 +113,7 @@ async fn three_nodes_quorum_queue_survives_kill_of_a_node() {
     .await;
     publish(&ch1, "m3").await;
     assert_eq!(
-        common::retry("get m3", Duration::from_secs(20), || get(&ch1)).await,
+        common::retry("get m3", Duration::from_secs(60), || get(&ch1)).await,
         "m3"
     );
     let _ = conn1.close(0, "bye").await;
