@@ -12,7 +12,7 @@
 //!
 //! [`proxy`] is the client proxy: a TCP proxy between the clients and the nodes,
 //! for the faults on that path. [`run`] is the run pipeline: a [`backend::Backend`]
-//! ([`backend::docker::DockerBackend`] for [`run::run_with`]) launches the
+//! ([`backend::docker::DockerBackend`] for [`local::run_with`]) launches the
 //! deployment (the only backend-specific step), then `run_on` drives the
 //! schedule, the nemesis, the workers, the final heal, the drain and the teardown
 //! over `&dyn Deployment`, and the history is judged. [`matrix`] runs scenarios
@@ -37,7 +37,8 @@
 //! | [`backend::ssh`] | `backend`, `broker`, `deployment`, `error`, `labels`: never `run`, never Docker |
 //! | [`backend::lab`] | `backend::docker`, `backend::ssh`, `images`, `error`, `labels` |
 //! | [`proxy`] | `error` |
-//! | [`run`] | `backend`, `broker`, `deployment`, `proxy`, `error`, `labels`; no backend but the Docker entry point [`run::run_with`] |
+//! | [`run`] | `backend` (the trait and the spec), `broker`, `deployment`, `proxy`, `error`, `labels`; no backend: its files import each other only downward (`mod.rs` over the phases, the phases over `context`, `events`, `scenario`) |
+//! | [`local`] | `run`, `backend::docker`: the run on the local Docker Engine |
 //! | [`matrix`] | `run`, `backend::ssh`, `broker`, `error` |
 //!
 //! The harness builds on `history`, `checkers`, `report`, `workloads` and
@@ -51,6 +52,7 @@ pub mod deployment;
 pub mod error;
 pub mod images;
 pub mod labels;
+pub mod local;
 pub mod matrix;
 pub mod proxy;
 pub mod run;

@@ -418,7 +418,7 @@ pub async fn run_matrix(plan: Vec<Planned>, exe: &Path, events: &MatrixSink) -> 
             })
         };
         let result = match &p.hosts {
-            None => run::run(s, exe, inner).await,
+            None => crate::local::run(s, exe, inner).await,
             Some(path) => on_hosts(path, s, exe, inner).await,
         };
         let seconds = t0.elapsed().as_secs_f64();

@@ -17,7 +17,8 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use gauntlet_harness::broker::{BrokerExt, BrokerKind, Flavour};
-use gauntlet_harness::run::{run_with, RunOptions, Scenario};
+use gauntlet_harness::local::run_with;
+use gauntlet_harness::run::{RunOptions, Scenario};
 use std::path::PathBuf;
 use std::time::Duration;
 

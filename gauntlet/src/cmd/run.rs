@@ -227,7 +227,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         scenario.name, scenario.broker
     );
     let outcome = match &args.hosts {
-        None => rt.block_on(gauntlet_harness::run::run(&scenario, &exe, events)),
+        None => rt.block_on(gauntlet_harness::local::run(&scenario, &exe, events)),
         Some(path) if args.plan => {
             let inventory = gauntlet_harness::backend::ssh::Inventory::read(path)?;
             let control = std::env::temp_dir().join("gauntlet-ssh-PID");

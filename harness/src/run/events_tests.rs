@@ -5,8 +5,10 @@ use super::queue::finish;
 use super::workers::{Pool, WorkerSpec};
 use super::*;
 use crate::backend::Backend;
+use crate::broker::BrokerKind;
 use gauntlet_checkers::IncompleteReason;
 use gauntlet_workloads::queue::QueueConfig;
+use gauntlet_workloads::Recorder;
 use std::sync::Mutex;
 
 fn temp(name: &str) -> PathBuf {

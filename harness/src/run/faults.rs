@@ -1,8 +1,8 @@
 //! Which faults a run may inject on a deployment (refusals up front), its
 //! schedule, and what the client proxy does for a link fault.
+use super::context::RunContext;
 use super::folder::io;
 use super::scenario::{parse_duration, Scenario};
-use super::RunContext;
 use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;

@@ -5,23 +5,21 @@
 //! The run folder is `results/<scenario>/<timestamp>/` with `history.jsonl`,
 //! `verdict.json`, `scenario.toml` (the effective scenario) and `nodes/` (logs);
 //! `results/<scenario>/latest` points at the newest.
-use crate::backend::docker::DockerBackend;
 use crate::backend::Backend;
 use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
-use crate::broker::{BrokerKind, ImageRef};
+use crate::broker::ImageRef;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;
 use faults::{fault_kinds, needs_proxy};
 use gauntlet_checkers::{CheckOptions, Incomplete, IncompleteReason, Verdict};
-use gauntlet_workloads::recorder::WriteFailure;
-use gauntlet_workloads::Recorder;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod context;
 mod events;
 mod faults;
 mod folder;
@@ -40,6 +38,8 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
+use context::{client_port, Driven};
+pub use context::{Figures, RunContext, RunOptions};
 pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
 pub use overrides::Overrides;
@@ -62,84 +62,6 @@ pub struct RunOutcome {
     /// Stopped by Ctrl-C: the verdict is of what was recorded until then,
     /// marked interrupted (the CLI exits with 130).
     pub interrupted: bool,
-}
-
-/// Measurements of a run, for benchmarks.
-#[derive(Debug, Clone, Default)]
-pub struct Figures {
-    /// From the start of [`run_with`] (before the backend is contacted) to the first recorded client op.
-    pub first_op_after: Option<Duration>,
-    /// How long the producers ran.
-    pub workload_time: Duration,
-    /// Every send's latency in microseconds ([`RunOptions::keep_latencies`]).
-    pub latencies_us: Vec<u32>,
-    /// Client completions at the end of the workload phase.
-    pub counts: gauntlet_workloads::recorder::Counts,
-}
-
-/// How a run records (the benchmark's knobs; the defaults are what `gauntlet run` does).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunOptions {
-    /// Format every event as usual but write it to a sink that drops it: no history,
-    /// no check, no reports (the benchmark's recorder-off case).
-    pub discard_history: bool,
-    /// Keep each send's latency in [`Figures::latencies_us`].
-    pub keep_latencies: bool,
-}
-
-/// Runs a scenario. `exe` is the `gauntlet` binary (for worker processes).
-/// What happens goes to `events`; Ctrl-C ends the run with
-/// [`RunOutcome::interrupted`] (or [`HarnessError::Interrupted`] when nothing
-/// was recorded yet).
-pub async fn run(
-    scenario: &Scenario,
-    exe: &Path,
-    events: EventSink,
-) -> Result<RunOutcome, HarnessError> {
-    run_with(scenario, exe, events, RunOptions::default()).await
-}
-
-/// What every phase of a run after the deployment is up needs. Nothing in it is
-/// Docker's: any backend's [`Deployment`] plugs in here (`run_on`).
-pub struct RunContext<'a> {
-    /// The scenario being run.
-    pub scenario: &'a Scenario,
-    /// The deployment, up and ready; the run tears it down at the end.
-    pub deployment: &'a dyn Deployment,
-    /// The clients' proxy, when a fault needs one (its links already forward to
-    /// the deployment's nodes).
-    pub proxy: Option<&'a Proxy>,
-    /// The run folder (`history.jsonl`, `schedule.toml`, `nodes/`).
-    pub dir: &'a Path,
-    /// The `gauntlet` binary, for worker processes.
-    pub exe: &'a Path,
-    /// Where the run's events go.
-    pub events: &'a EventSink,
-    /// When the run was entered (before any backend was contacted).
-    pub entered: Instant,
-    /// When the deployment was asked for (the "first op after" line).
-    pub started: Instant,
-    /// How the run records.
-    pub opts: RunOptions,
-}
-
-impl RunContext<'_> {
-    /// The addresses the clients use: the proxy's links, or the nodes' client ports.
-    fn client_addrs(&self) -> Vec<String> {
-        match self.proxy {
-            Some(p) => p.addrs(),
-            None => self.deployment.addrs(client_port(self.deployment.broker())),
-        }
-    }
-}
-
-/// The recipe's first port, the one the clients use.
-fn client_port(kind: BrokerKind) -> &'static str {
-    kind.recipe()
-        .ports()
-        .first()
-        .map(|p| p.name)
-        .unwrap_or("client")
 }
 
 /// The run on a deployment that is up: the workload under the fault schedule,
@@ -187,18 +109,6 @@ fn connect_proxy(proxy: &Proxy, deployment: &dyn Deployment) -> Result<(), Harne
         }
     }
     Ok(())
-}
-
-/// [`run`] with recording options: the scenario on a Docker deployment.
-pub async fn run_with(
-    scenario: &Scenario,
-    exe: &Path,
-    events: EventSink,
-    opts: RunOptions,
-) -> Result<RunOutcome, HarnessError> {
-    let entered = Instant::now();
-    let backend = Arc::new(DockerBackend::connect().await?);
-    run_with_backend(backend, entered, scenario, exe, events, opts).await
 }
 
 /// After Ctrl-C: the backend removes what it created for `run` (the run's
@@ -478,20 +388,5 @@ fn judge_interrupted(
             });
             Err(interrupted())
         }
-    }
-}
-
-/// What a workload phase left besides the history file.
-pub(crate) struct Driven {
-    pub(crate) sends: u64,
-    pub(crate) figures: Figures,
-    /// The recorder's first write error: the history is a prefix of the run.
-    pub(crate) write_failure: Option<WriteFailure>,
-}
-
-/// Returns once writing the history has failed.
-async fn until_failed(recorder: &Recorder) {
-    while !recorder.failed() {
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

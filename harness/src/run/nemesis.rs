@@ -3,9 +3,10 @@
 //! capabilities the run hands the nemesis beside the deployment's node control
 //! ([`RunCluster`]: the consumer workers, the client proxy, the role probe,
 //! readiness, the sends in flight).
+use super::events::{EventSink, RunEvent};
 use super::faults::{busiest_link, link_state, link_target};
+use super::scenario::Scenario;
 use super::workers::Pool;
-use super::{EventSink, RunEvent, Scenario};
 use crate::broker::BrokerExt;
 use crate::deployment::Deployment;
 use crate::proxy::Proxy;

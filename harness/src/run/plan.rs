@@ -5,8 +5,8 @@
 //! `--plan`). Nothing waits: the plan takes no time.
 use super::faults::schedule_for;
 use super::nemesis::{RoleNames, RunCluster};
+use super::scenario::Scenario;
 use super::workers::Pool;
-use super::Scenario;
 use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use gauntlet_nemesis::{Acts, Fault, InFlight};

@@ -1,11 +1,12 @@
 //! `workload = "queue"` and `"log"`: producers in this process, consumers as
 //! worker processes, faults from the schedule, the final heal, then the drain.
+use super::context::{until_failed, Driven, Figures, RunContext};
+use super::events::{EventSink, RunEvent};
 use super::faults::prepare_schedule;
 use super::folder::io;
 use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
 use super::scenario::Workload;
 use super::workers::{drain, respawn_exited, stop_all, Pool, Worker, WorkerSpec};
-use super::{until_failed, Driven, EventSink, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
 use gauntlet_nemesis::InFlight;
 use gauntlet_workloads::log::LogDriver;

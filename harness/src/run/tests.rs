@@ -7,8 +7,10 @@ use super::nemesis::{RoleNames, RunCluster};
 use super::queue::finish;
 use super::workers::{respawn_exited, Pool, WorkerSpec};
 use super::*;
+use crate::broker::BrokerKind;
 use gauntlet_nemesis::{Consumers, FaultKind, InFlight, KillConsumerAt, Schedule, ScheduledFault};
 use gauntlet_workloads::queue::QueueConfig;
+use gauntlet_workloads::Recorder;
 use std::str::FromStr;
 use std::sync::Arc;
 

@@ -7,11 +7,12 @@
 //! client in the middle of 20% of its transactions (a producer crash
 //! mid-transaction: the transaction ends `info`, and the transformer comes
 //! back with the same transactional id); the other faults are the schedule's.
+use super::context::{Driven, Figures, RunContext};
+use super::events::RunEvent;
 use super::faults::prepare_schedule;
 use super::folder::io;
 use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
 use super::workers::Pool;
-use super::{Driven, Figures, RunContext, RunEvent};
 use crate::error::HarnessError;
 use gauntlet_nemesis::{FaultKind, InFlight};
 use gauntlet_workloads::txn::TxnConfig;

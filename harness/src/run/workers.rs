@@ -1,7 +1,7 @@
 //! Consumer workers: `gauntlet worker` processes whose stdout is relayed into
 //! the run's history.
+use super::events::{EventSink, RunEvent};
 use super::scenario::Workload;
-use super::{EventSink, RunEvent};
 use crate::broker::BrokerKind;
 use crate::error::HarnessError;
 use gauntlet_workloads::log::LogConfig;

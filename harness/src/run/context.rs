@@ -1,0 +1,95 @@
+//! What every phase of a run after the launch shares: the [`RunContext`], the
+//! recording options and measurements, and what a workload phase leaves.
+//!
+//! A leaf of `run/`: the phases (`faults`, `queue`, `txn`) and `mod.rs` import
+//! it; it imports none of them.
+use super::events::EventSink;
+use super::scenario::Scenario;
+use crate::broker::{BrokerExt, BrokerKind};
+use crate::deployment::Deployment;
+use crate::proxy::Proxy;
+use gauntlet_workloads::recorder::WriteFailure;
+use gauntlet_workloads::Recorder;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Measurements of a run, for benchmarks.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// From the start of [`crate::local::run_with`] (before the backend is contacted) to the first recorded client op.
+    pub first_op_after: Option<Duration>,
+    /// How long the producers ran.
+    pub workload_time: Duration,
+    /// Every send's latency in microseconds ([`RunOptions::keep_latencies`]).
+    pub latencies_us: Vec<u32>,
+    /// Client completions at the end of the workload phase.
+    pub counts: gauntlet_workloads::recorder::Counts,
+}
+
+/// How a run records (the benchmark's knobs; the defaults are what `gauntlet run` does).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Format every event as usual but write it to a sink that drops it: no history,
+    /// no check, no reports (the benchmark's recorder-off case).
+    pub discard_history: bool,
+    /// Keep each send's latency in [`Figures::latencies_us`].
+    pub keep_latencies: bool,
+}
+
+/// What every phase of a run after the deployment is up needs. Nothing in it is
+/// Docker's: any backend's [`Deployment`] plugs in here (`run_on`).
+pub struct RunContext<'a> {
+    /// The scenario being run.
+    pub scenario: &'a Scenario,
+    /// The deployment, up and ready; the run tears it down at the end.
+    pub deployment: &'a dyn Deployment,
+    /// The clients' proxy, when a fault needs one (its links already forward to
+    /// the deployment's nodes).
+    pub proxy: Option<&'a Proxy>,
+    /// The run folder (`history.jsonl`, `schedule.toml`, `nodes/`).
+    pub dir: &'a Path,
+    /// The `gauntlet` binary, for worker processes.
+    pub exe: &'a Path,
+    /// Where the run's events go.
+    pub events: &'a EventSink,
+    /// When the run was entered (before any backend was contacted).
+    pub entered: Instant,
+    /// When the deployment was asked for (the "first op after" line).
+    pub started: Instant,
+    /// How the run records.
+    pub opts: RunOptions,
+}
+
+impl RunContext<'_> {
+    /// The addresses the clients use: the proxy's links, or the nodes' client ports.
+    pub(super) fn client_addrs(&self) -> Vec<String> {
+        match self.proxy {
+            Some(p) => p.addrs(),
+            None => self.deployment.addrs(client_port(self.deployment.broker())),
+        }
+    }
+}
+
+/// The recipe's first port, the one the clients use.
+pub(super) fn client_port(kind: BrokerKind) -> &'static str {
+    kind.recipe()
+        .ports()
+        .first()
+        .map(|p| p.name)
+        .unwrap_or("client")
+}
+
+/// What a workload phase left besides the history file.
+pub(crate) struct Driven {
+    pub(crate) sends: u64,
+    pub(crate) figures: Figures,
+    /// The recorder's first write error: the history is a prefix of the run.
+    pub(crate) write_failure: Option<WriteFailure>,
+}
+
+/// Returns once writing the history has failed.
+pub(super) async fn until_failed(recorder: &Recorder) {
+    while !recorder.failed() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
