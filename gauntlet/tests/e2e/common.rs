@@ -219,7 +219,7 @@ pub fn history_under(results: &Path) -> Option<PathBuf> {
         .flatten()
         .filter_map(|scenario| std::fs::read_dir(scenario.path()).ok())
         .flat_map(|runs| runs.flatten())
-        .map(|run| run.path().join("history.jsonl"))
+        .map(|run| run.path().join(gauntlet_report::folder::HISTORY))
         .find(|h| h.is_file())
 }
 
