@@ -114,9 +114,15 @@ async fn play(
         marks["instant"] = json!(true);
     }
     let mut invoke = json!({ "fault": kind.to_string() });
-    merge(&mut invoke, scheduled_targets(&sf.targets));
+    // The schedule draws a node for every fault; only a fault that acts on
+    // nodes or their links names it (a consumer kill picks a process, a
+    // partition shape cuts the whole network).
+    let aimed = matches!(spec.acts, Acts::Nodes | Acts::ClientProxy);
+    if aimed {
+        merge(&mut invoke, scheduled_targets(&sf.targets));
+    }
     merge(&mut invoke, marks.clone());
-    if matches!(spec.acts, Acts::Nodes | Acts::ClientProxy) {
+    if aimed {
         merge(&mut invoke, node_fields(&sf.targets));
     }
     let _ = recorder.record(&nemesis_event(OpType::Invoke, start_f, invoke));

@@ -588,6 +588,11 @@ async fn overlapping_faults_play_side_by_side_and_each_heals_its_own() {
     assert_eq!(evs[9]["value"]["instant"], serde_json::json!(true));
     assert_eq!(evs[9]["value"]["end"], serde_json::json!(true));
     assert!(evs[..8].iter().all(|e| e["value"].get("instant").is_none()));
+    // A consumer kill names no node: the schedule's draw of one is not its target.
+    for e in &evs[8..] {
+        let v = &e["value"];
+        assert!(v.get("target").is_none() && v.get("node").is_none(), "{e}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
