@@ -2,21 +2,14 @@
 //! order, and Ctrl-C as an outcome (nothing printed, no exit).
 use super::fake::{FakeBackend, FakeDeployment};
 use super::queue::finish;
-use super::workers::{Pool, WorkerSpec};
+use super::tests::{cluster, fake_worker, spec_to, temp, worker_script};
+use super::workers::Pool;
 use super::*;
 use crate::backend::Backend;
 use crate::broker::BrokerKind;
 use gauntlet_checkers::IncompleteReason;
-use gauntlet_workloads::queue::QueueConfig;
 use gauntlet_workloads::Recorder;
 use std::sync::Mutex;
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gauntlet-events-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 /// The events' names, for exact comparisons.
 fn names(events: &Mutex<Vec<RunEvent>>) -> Vec<String> {
@@ -36,49 +29,10 @@ fn names(events: &Mutex<Vec<RunEvent>>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn worker_script(dir: &Path, body: &str) -> PathBuf {
-    let exe = dir.join("fake-worker");
-    std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).expect("script");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
-    exe
-}
-
-fn spec(exe: PathBuf, events: EventSink) -> WorkerSpec {
-    let s = Scenario::default_scenario();
-    WorkerSpec {
-        exe,
-        broker: BrokerKind::Redis,
-        addrs: vec!["127.0.0.1:1".into()],
-        delivery: Default::default(),
-        cfg: QueueConfig {
-            consumers: 1,
-            ..s.queue
-        },
-        workload: Workload::Queue,
-        log: s.log,
-        events,
-    }
-}
-
-fn cluster<'a>(d: &'a FakeDeployment) -> nemesis::RunCluster<'a> {
-    nemesis::RunCluster {
-        deployment: d,
-        roles: nemesis::RoleNames::of(&Scenario::default_scenario()),
-        pool: Pool::default(),
-        proxy: None,
-        netem: false,
-        in_flight: gauntlet_nemesis::InFlight::new(),
-    }
-}
-
 #[tokio::test]
 async fn a_run_on_the_fake_backend_sends_its_phases_in_order() {
     // A partition on one node is refused after the launch: deploy, ready, teardown.
-    let results = temp("phases");
+    let results = temp("events-phases");
     let backend = Arc::new(FakeBackend::default());
     let s = Scenario {
         name: "events".into(),
@@ -129,21 +83,15 @@ async fn the_drain_tells_whether_it_finished() {
         (false, vec!["Draining"]),
         (true, vec!["Draining", "DrainUnfinished"]),
     ] {
-        let dir = temp(&format!("drain-{fails}"));
-        let exe = worker_script(
-            &dir,
-            &format!(
-                "case \" $* \" in *\" --drain \"*) exit {};; esac\ncat > /dev/null",
-                if fails { 3 } else { 0 }
-            ),
-        );
+        let dir = temp(&format!("events-drain-{fails}"));
+        let exe = fake_worker(&dir, fails);
         let recorder =
             Arc::new(Recorder::create(&dir.join(gauntlet_report::folder::HISTORY)).expect("rec"));
         let d = FakeDeployment::new(BrokerKind::Redis, 1);
         let (sink, seen) = EventSink::collect();
         finish(
-            &cluster(&d),
-            &spec(exe, sink.clone()),
+            &cluster(&d, Pool::default(), false),
+            &spec_to(exe, 1, sink.clone()),
             &recorder,
             &["g1".to_string()],
             &sink,
@@ -157,12 +105,12 @@ async fn the_drain_tells_whether_it_finished() {
 
 #[tokio::test]
 async fn a_line_a_worker_writes_that_is_no_event_is_told_not_printed() {
-    let dir = temp("unreadable");
+    let dir = temp("events-unreadable");
     let exe = worker_script(&dir, "echo 'not json'\ncat > /dev/null");
     let recorder =
         Arc::new(Recorder::create(&dir.join(gauntlet_report::folder::HISTORY)).expect("rec"));
     let (sink, seen) = EventSink::collect();
-    let w = spec(exe, sink)
+    let w = spec_to(exe, 1, sink)
         .spawn(&recorder, "g1", false)
         .expect("spawn");
     let process = w.process;
@@ -270,7 +218,7 @@ async fn interrupt(
 
 #[tokio::test]
 async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
-    let results = temp("ctrlc");
+    let results = temp("events-ctrlc");
     let backend = Arc::new(Hanging {
         records: true,
         ..Hanging::default()
@@ -310,7 +258,7 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
 
 #[tokio::test]
 async fn ctrl_c_before_anything_was_recorded_is_an_error_without_a_verdict() {
-    let results = temp("ctrlc-empty");
+    let results = temp("events-ctrlc-empty");
     let backend = Arc::new(Hanging::default());
     let s = Scenario {
         name: "ctrlc-empty".into(),

@@ -14,7 +14,8 @@ use gauntlet_workloads::Recorder;
 use std::str::FromStr;
 use std::sync::Arc;
 
-fn temp(name: &str) -> PathBuf {
+/// A fresh folder for one test (also used by `events_tests`).
+pub(super) fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("gauntlet-run-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -181,16 +182,10 @@ fn a_schedule_follows_the_seed_and_a_replay_follows_its_file() {
 
 /// A stand-in for `gauntlet worker`: a drain exits at once (successfully, or
 /// with 3 when `fail_drain`), a consumer runs until its stdin closes.
-fn fake_worker(dir: &Path, fail_drain: bool) -> PathBuf {
+/// A shell script standing in for `gauntlet worker`, with `body` after the shebang.
+pub(super) fn worker_script(dir: &Path, body: &str) -> PathBuf {
     let exe = dir.join("fake-worker");
-    let code = if fail_drain { 3 } else { 0 };
-    std::fs::write(
-        &exe,
-        format!(
-            "#!/bin/sh\ncase \" $* \" in *\" --drain \"*) exit {code};; esac\ncat > /dev/null\n"
-        ),
-    )
-    .expect("script");
+    std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).expect("script");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -199,7 +194,18 @@ fn fake_worker(dir: &Path, fail_drain: bool) -> PathBuf {
     exe
 }
 
-fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
+/// A worker that reads and discards its input; with `--drain` it exits 3 when
+/// `fail_drain` says so, else 0.
+pub(super) fn fake_worker(dir: &Path, fail_drain: bool) -> PathBuf {
+    let code = if fail_drain { 3 } else { 0 };
+    worker_script(
+        dir,
+        &format!("case \" $* \" in *\" --drain \"*) exit {code};; esac\ncat > /dev/null"),
+    )
+}
+
+/// A Redis queue worker of `consumers` consumers whose events go to `events`.
+pub(super) fn spec_to(exe: PathBuf, consumers: usize, events: EventSink) -> WorkerSpec {
     let s = scenario("redis", &[]);
     WorkerSpec {
         exe,
@@ -212,11 +218,16 @@ fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
         },
         workload: Workload::Queue,
         log: s.log,
-        events: EventSink::discard(),
+        events,
     }
 }
 
-fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> RunCluster<'a> {
+fn spec(exe: PathBuf, consumers: usize) -> WorkerSpec {
+    spec_to(exe, consumers, EventSink::discard())
+}
+
+/// The nemesis's view of `d` with `pool`'s workers, no proxy.
+pub(super) fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> RunCluster<'a> {
     RunCluster {
         deployment: d,
         roles: RoleNames::of(&Scenario::default_scenario()),
