@@ -284,8 +284,9 @@ fn finish(outcome: Result<RunOutcome, HarnessError>) -> anyhow::Result<i32> {
         "{}",
         gauntlet_report::terminal::summary(
             &outcome.verdict,
-            &gauntlet_report::folder::RunFolder::new(&outcome.dir)
-                .history()
+            &outcome
+                .dir
+                .join(gauntlet_report::folder::HISTORY)
                 .display()
                 .to_string()
         )

@@ -238,9 +238,7 @@ async fn ctrl_c_is_an_outcome_with_the_verdict_of_what_was_recorded() {
         outcome.verdict.incomplete.as_ref().map(|i| i.reason),
         Some(IncompleteReason::Interrupted)
     );
-    assert!(gauntlet_report::folder::RunFolder::new(&outcome.dir)
-        .verdict()
-        .is_file());
+    assert!(outcome.dir.join(gauntlet_report::folder::VERDICT).is_file());
     assert_eq!(
         names(&seen),
         ["FolderCreated", "Deploying", "Interrupted", "Judged"],
@@ -273,9 +271,7 @@ async fn ctrl_c_before_anything_was_recorded_is_an_error_without_a_verdict() {
     let HarnessError::Interrupted { dir } = &e else {
         panic!("{e}")
     };
-    assert!(!gauntlet_report::folder::RunFolder::new(dir)
-        .verdict()
-        .exists());
+    assert!(!dir.join(gauntlet_report::folder::VERDICT).exists());
     assert_eq!(
         names(&seen),
         [
