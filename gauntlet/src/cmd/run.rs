@@ -137,20 +137,6 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         None => Scenario::default_scenario(),
     };
     args.overrides().apply(&mut s)?;
-    if !args.nemesis.is_empty() {
-        s.nemesis = args
-            .nemesis
-            .iter()
-            .filter_map(|n| match n {
-                NemesisArg::Fault(f) => Some(*f),
-                NemesisArg::None => None,
-            })
-            .collect();
-    }
-    if args.nemesis.contains(&NemesisArg::None) {
-        // `--nemesis none`: no fault at all.
-        s.nemesis.clear();
-    }
     if args.scenario.is_none() && args.nemesis.is_empty() {
         // The default faults were chosen for the default broker, workload and mode
         // (Redis Streams at-least-once survives them); a run that changes one of
@@ -183,8 +169,8 @@ fn scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 }
 
 impl RunArgs {
-    /// What the flags change in the scenario, faults aside (`--nemesis` and the
-    /// default faults are [`scenario`]'s).
+    /// What the flags change in the scenario (`--nemesis none`: no fault at
+    /// all); the default faults of a flag-made run are [`scenario`]'s.
     pub fn overrides(&self) -> Overrides {
         Overrides {
             broker: self.broker,
@@ -199,6 +185,19 @@ impl RunArgs {
             expect: self.expect.clone(),
             results: self.results.clone(),
             replay: self.replay.clone(),
+            nemesis: (!self.nemesis.is_empty()).then(|| {
+                if self.nemesis.contains(&NemesisArg::None) {
+                    Vec::new()
+                } else {
+                    self.nemesis
+                        .iter()
+                        .filter_map(|n| match n {
+                            NemesisArg::Fault(f) => Some(*f),
+                            NemesisArg::None => None,
+                        })
+                        .collect()
+                }
+            }),
             ..Overrides::default()
         }
     }

@@ -9,8 +9,8 @@ use gauntlet_workloads::settings::Mode;
 use std::path::PathBuf;
 
 /// Replacements for a scenario's fields; `None` (or empty) keeps the scenario's.
-/// The faults (`nemesis`) are not here: which faults a run has depends on more
-/// than one flag (see `gauntlet run --nemesis`).
+/// The faults are replaced here too; which default faults a run made of flags
+/// keeps (no `--nemesis`) is the CLI's rule (`gauntlet run --nemesis`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     /// `broker`.
@@ -41,6 +41,8 @@ pub struct Overrides {
     pub nemesis_duration: Option<String>,
     /// `replay`.
     pub replay: Option<PathBuf>,
+    /// The faults (`Some(vec![])`: none at all).
+    pub nemesis: Option<Vec<gauntlet_nemesis::FaultKind>>,
 }
 
 impl Overrides {
@@ -74,6 +76,7 @@ impl Overrides {
         if let Some(r) = &self.replay {
             s.replay = Some(r.clone());
         }
+        set(&mut s.nemesis, &self.nemesis);
         s.guarantees()?;
         s.duration()?;
         Ok(())
