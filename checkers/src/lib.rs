@@ -168,6 +168,21 @@ fn panicked(
     });
 }
 
+/// Runs one pass under [`guarded`]; when it panics, records it in `unjudged`
+/// (the `kinds` it would have found, `also` added to the detail) and gives `None`.
+fn run_pass<T>(
+    unjudged: &mut Vec<Unjudged>,
+    before: &dyn Fn(Pass),
+    pass: Pass,
+    kinds: &[AnomalyKind],
+    also: &str,
+    f: impl FnOnce() -> T,
+) -> Option<T> {
+    guarded(pass, before, f)
+        .map_err(|m| panicked(unjudged, pass, kinds, &m, also))
+        .ok()
+}
+
 /// Whether any operation completed `ok`: an acknowledged send, an `ok` poll
 /// (`polls` holds the `ok` ones and committed reads), a committed transaction.
 fn something_completed(h: &History) -> bool {
@@ -216,59 +231,48 @@ fn check_passes(
         &AnomalyKind::TXN
     };
     let txn_found = if logged {
-        guarded(Pass::Txn, before, || txn::check(h, max, txn_budget))
-            .map_err(|m| panicked(&mut unjudged, Pass::Txn, txn_kinds, &m, ""))
-            .ok()
+        run_pass(&mut unjudged, before, Pass::Txn, txn_kinds, "", || {
+            txn::check(h, max, txn_budget)
+        })
     } else {
         None
     };
-    let delivered = guarded(Pass::Delivery, before, || delivery::check(h, max))
-        .map_err(|m| {
-            panicked(
-                &mut unjudged,
-                Pass::Delivery,
-                &AnomalyKind::ALL,
-                &m,
-                "; the order, total-order and offsets passes read its index and did not run",
-            )
-        })
-        .ok();
+    let delivered = run_pass(
+        &mut unjudged,
+        before,
+        Pass::Delivery,
+        &AnomalyKind::ALL,
+        "; the order, total-order and offsets passes read its index and did not run",
+        || delivery::check(h, max),
+    );
     let (index, del) = match delivered {
         Some((index, del)) => (Some(index), Some(del)),
         None => (None, None),
     };
     let ord = index.as_ref().and_then(|index| {
-        guarded(Pass::Order, before, || order::check(h, index, max))
-            .map_err(|m| panicked(&mut unjudged, Pass::Order, &ORDER_KINDS, &m, ""))
-            .ok()
+        run_pass(&mut unjudged, before, Pass::Order, &ORDER_KINDS, "", || {
+            order::check(h, index, max)
+        })
     });
     let tot = index.as_ref().and_then(|index| {
-        guarded(Pass::Total, before, || total::check(h, index, max))
-            .map_err(|m| {
-                panicked(
-                    &mut unjudged,
-                    Pass::Total,
-                    &[AnomalyKind::TotalOrder],
-                    &m,
-                    "",
-                )
-            })
-            .ok()
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::Total,
+            &[AnomalyKind::TotalOrder],
+            "",
+            || total::check(h, index, max),
+        )
     });
     let inconsistent = index.as_ref().and_then(|index| {
-        guarded(Pass::Offsets, before, || {
-            offsets::check(h, &index.written, max)
-        })
-        .map_err(|m| {
-            panicked(
-                &mut unjudged,
-                Pass::Offsets,
-                &[AnomalyKind::InconsistentOffsets],
-                &m,
-                "",
-            )
-        })
-        .ok()
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::Offsets,
+            &[AnomalyKind::InconsistentOffsets],
+            "",
+            || offsets::check(h, &index.written, max),
+        )
     });
     let (groups, delivered_distinct) = match (&index, &del) {
         (Some(index), Some(del)) => (
@@ -277,19 +281,15 @@ fn check_passes(
         ),
         _ => (0, 0),
     };
-    let stats = guarded(Pass::Stats, before, || {
-        stats::stats(h, groups, delivered_distinct)
-    })
-    .unwrap_or_else(|m| {
-        panicked(
-            &mut unjudged,
-            Pass::Stats,
-            &[],
-            &m,
-            "; every figure of stats is 0",
-        );
-        Stats::default()
-    });
+    let stats = run_pass(
+        &mut unjudged,
+        before,
+        Pass::Stats,
+        &[],
+        "; every figure of stats is 0",
+        || stats::stats(h, groups, delivered_distinct),
+    )
+    .unwrap_or_default();
 
     let has_offsets = ord.as_ref().is_none_or(|o| o.has_offsets);
     let bounded = tot.as_ref().is_some_and(|t| t.bounded);
