@@ -288,6 +288,12 @@ pub trait Recipe: Send + Sync {
     fn storage(&self, _ctx: &ClusterContext) -> Option<StoragePlan> {
         None
     }
+    /// Where a broker node keeps its data, for Gauntlet's filesystem (the disk
+    /// faults: docs/nemesis.md, "Disk faults"); `None` (the default): it keeps
+    /// nothing on its own disk, or the recipe does not say.
+    fn data_dir(&self, _ctx: &ClusterContext) -> Option<DataDir> {
+        None
+    }
     /// What the deployment `ctx` plans can do (a recipe whose image variants
     /// differ overrides this); by default, what its flavour can.
     fn capabilities_in(&self, ctx: &ClusterContext) -> Capabilities {
@@ -307,4 +313,18 @@ pub struct StoragePlan {
     pub plan: NodePlan,
     /// When it is ready; the brokers start after that.
     pub ready: Probe,
+    /// Where it keeps its data, for Gauntlet's filesystem (disk faults).
+    pub data: Option<DataDir>,
+}
+
+/// Where a node keeps its data: the directory Gauntlet's filesystem is mounted
+/// over when a run schedules a disk fault, and the files `corrupt` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataDir {
+    /// The directory (made empty at the first start; a path the node's start
+    /// script may remove or recreate must be one level below it).
+    pub path: &'static str,
+    /// The data files `corrupt` may change, as globs relative to `path` (`*`
+    /// within a name, `**` any depth): `corrupt:truncate` cuts the newest.
+    pub files: &'static [&'static str],
 }

@@ -68,6 +68,15 @@ pub enum HarnessError {
         /// The folder with each node's log.
         logs: PathBuf,
     },
+    /// Gauntlet's filesystem failed in a node (its own crash, or a mount the
+    /// node refused): a harness failure, never a finding about the broker.
+    #[error("Gauntlet's filesystem failed in node {node}: {why} (a failure of the harness, not of the broker)")]
+    DiskFs {
+        /// The node.
+        node: String,
+        /// What the filesystem said, or what went wrong talking to it.
+        why: String,
+    },
     /// A node's container stopped while the harness waited for it to be ready.
     #[error("node {node} exited (status {status}) while starting\n--- last lines of the node's log ---\n{log_tail}")]
     NodeExited {

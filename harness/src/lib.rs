@@ -49,6 +49,7 @@ pub mod backend;
 pub mod broker;
 pub mod brokers;
 pub mod deployment;
+pub mod diskfs;
 pub mod error;
 pub mod images;
 pub mod labels;

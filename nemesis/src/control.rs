@@ -105,6 +105,10 @@ pub enum ControlError {
         /// What it printed (stdout, then stderr).
         output: String,
     },
+    /// The node cannot do what was asked (a disk fault on a node that does not
+    /// run Gauntlet's filesystem); the reason.
+    #[error("{0}")]
+    Unsupported(String),
     /// The backend's own error (the harness's, with the Docker or SSH detail),
     /// kept whole so the harness can take it back.
     #[error(transparent)]
@@ -140,6 +144,25 @@ pub trait NodeControl: Send + Sync {
         timeout: Duration,
     ) -> Result<ExecOutput, ControlError>;
 
+    /// Do a disk fault on `node` ([`DiskFault`]; docs/nemesis.md, "Disk
+    /// faults"): the node's processes are killed, its filesystem drops, tears or
+    /// changes what the fault says, and the node stays down until
+    /// [`NodeControl::start`]. `seed` draws what the fault chooses (the torn
+    /// prefixes, the bits, the cut). Returns the filesystem's report (what it
+    /// dropped or changed, per file). By default unsupported: only nodes that
+    /// run Gauntlet's filesystem over their data can do it.
+    async fn disk_fault(
+        &self,
+        node: &str,
+        fault: DiskFault,
+        seed: u64,
+    ) -> Result<Value, ControlError> {
+        let _ = seed;
+        Err(ControlError::Unsupported(format!(
+            "{} on {node}: the node does not run Gauntlet's filesystem over its data",
+            fault.name()
+        )))
+    }
     /// Drop what `node` receives from `ips` (and, with `outbound`, what it sends
     /// to them) until [`NodeControl::heal_traffic`]. By default the iptables
     /// commands of [`net`] through [`NodeControl::exec`]; a backend whose nodes
@@ -202,6 +225,36 @@ pub trait NodeControl: Send + Sync {
                 code: out.exit_code,
                 output: out.combined(),
             })
+        }
+    }
+}
+
+/// A fault on a node's disk, done by Gauntlet's filesystem in the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskFault {
+    /// Drop every write not made durable (`torn`: keep a random prefix of each
+    /// file's unsynced writes).
+    PowerLoss {
+        /// Keep a random prefix of each file's unsynced writes (a torn write).
+        torn: bool,
+    },
+    /// Flip a few bits in the node's data files.
+    Bitflip,
+    /// Cut the tail of the node's newest data file.
+    Truncate,
+    /// Remove everything in the node's data directory (a disk replaced).
+    Wipe,
+}
+
+impl DiskFault {
+    /// Its name as the fault's (`power-loss:torn`, `corrupt:bitflip`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskFault::PowerLoss { torn: false } => "power-loss",
+            DiskFault::PowerLoss { torn: true } => "power-loss:torn",
+            DiskFault::Bitflip => "corrupt:bitflip",
+            DiskFault::Truncate => "corrupt:truncate",
+            DiskFault::Wipe => "wipe",
         }
     }
 }
@@ -319,6 +372,24 @@ impl Cluster<'_> {
             .wait_ready(node, Duration::from_secs(90))
             .await
             .map_err(|e| op_failed("start", node, e))
+    }
+    /// [`NodeControl::disk_fault`]: the filesystem's report.
+    pub async fn disk_fault(
+        &self,
+        node: &str,
+        fault: DiskFault,
+        seed: u64,
+    ) -> Result<Value, NemesisError> {
+        self.control
+            .disk_fault(node, fault, seed)
+            .await
+            .map_err(|e| match e {
+                ControlError::Unsupported(why) => NemesisError::Unsupported {
+                    fault: fault.name().to_string(),
+                    why,
+                },
+                e => op_failed(fault.name(), node, e),
+            })
     }
     /// Freeze a node.
     pub async fn pause_node(&self, node: &str) -> Result<(), NemesisError> {

@@ -19,11 +19,11 @@ pub mod net;
 pub mod schedule;
 
 pub use control::{
-    Cluster, Command, Consumers, ControlError, ExecOutput, InFlight, Links, NodeControl, Readiness,
+    Cluster, Command, Consumers, ControlError, DiskFault, ExecOutput, InFlight, Links, NodeControl, Readiness,
     Roles,
 };
 pub use faults::{
-    Acts, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault, NodeFault, Role,
+    Acts, Corruption, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault, NodeFault, Role,
     Shape,
 };
 pub use schedule::{Schedule, ScheduledFault};

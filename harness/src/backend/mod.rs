@@ -38,6 +38,15 @@ pub trait Backend: Send + Sync {
     /// Removes everything this backend created for `run`, without the
     /// deployment at hand (Ctrl-C, a crashed harness). Idempotent.
     async fn remove_run(&self, run: &RunId) -> Result<()>;
+
+    /// Whether this backend can mount Gauntlet's filesystem in its nodes (the
+    /// disk faults); the reason when it cannot. None can by default.
+    fn disk_faults(&self) -> std::result::Result<(), String> {
+        Err(format!(
+            "the {} backend does not mount Gauntlet's filesystem in its nodes",
+            self.name()
+        ))
+    }
 }
 
 /// What to deploy.
@@ -64,6 +73,10 @@ pub struct ClusterSpec {
     pub storage_env: Vec<String>,
     /// Where a build of a missing image tells what it does (nowhere by default).
     pub image_progress: crate::images::SharedProgress,
+    /// Gauntlet's filesystem (the `gauntlet-diskfs` binary), mounted over the
+    /// data of every broker and storage node that has a data directory: set
+    /// only for a run that schedules a disk fault.
+    pub diskfs: Option<PathBuf>,
 }
 
 impl ClusterSpec {
@@ -80,6 +93,7 @@ impl ClusterSpec {
             client_endpoints: Vec::new(),
             storage_env: Vec::new(),
             image_progress: Default::default(),
+            diskfs: None,
         }
     }
 
@@ -96,6 +110,28 @@ impl ClusterSpec {
             image: self.image.name.clone(),
             storage: None,
         })
+    }
+
+    /// Whether the nodes of this spec can run Gauntlet's filesystem over their
+    /// data (a disk fault); the reason when they cannot.
+    pub fn disk_faults(&self) -> std::result::Result<(), String> {
+        let recipe = self.broker.recipe();
+        let ctx = ClusterContext::for_image(self.image.flavour, &self.image.name);
+        if self.image.flavour != crate::broker::Flavour::Gauntlet {
+            return Err(format!(
+                "{} is not one of Gauntlet's images: Gauntlet's filesystem is started \
+                 in front of the node's own entry point, which it knows only for its own images",
+                self.image.name
+            ));
+        }
+        let storage = recipe.storage(&ctx).and_then(|s| s.data);
+        if recipe.data_dir(&ctx).is_none() && storage.is_none() {
+            return Err(format!(
+                "{} ({}) keeps no data on its nodes' disks that Gauntlet knows of",
+                self.broker, self.image.name
+            ));
+        }
+        Ok(())
     }
 
     /// The number of broker nodes: as asked, else the recipe's default within

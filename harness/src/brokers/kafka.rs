@@ -264,6 +264,17 @@ impl Recipe for Tansu {
                 "-U",
                 "postgres",
             ])),
+            // Mounted one level above the data directory, which the start
+            // script removes and recreates on a first start.
+            data: Some(DataDir {
+                path: "/var/lib/postgresql",
+                files: &[
+                    "gauntlet/base/**",
+                    "gauntlet/global/*",
+                    "gauntlet/pg_wal/0*",
+                    "gauntlet/pg_xact/*",
+                ],
+            }),
         })
     }
     fn role_probe(&self, role: Role) -> Option<RoleProbe> {

@@ -81,6 +81,19 @@ impl Recipe for Nats {
             user: None,
         }
     }
+    fn data_dir(&self, ctx: &ClusterContext) -> Option<DataDir> {
+        // JetStream's file store: message blocks and their indexes, streams'
+        // and consumers' state, and the Raft logs of the replicated ones.
+        (ctx.flavour == Flavour::Gauntlet).then_some(DataDir {
+            path: "/data",
+            files: &[
+                "jetstream/**/*.blk",
+                "jetstream/**/index.db",
+                "jetstream/**/*.idx",
+                "jetstream/**/o.dat",
+            ],
+        })
+    }
     fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
         Probe::http("monitor", "/healthz?js-enabled-only=true", None)
     }

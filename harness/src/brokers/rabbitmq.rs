@@ -95,6 +95,19 @@ impl Recipe for RabbitMq {
             user: None,
         }
     }
+    fn data_dir(&self, ctx: &ClusterContext) -> Option<DataDir> {
+        // The node's database: quorum queues' write-ahead log and segments,
+        // the metadata store, classic queues' message store.
+        (ctx.flavour == Flavour::Gauntlet).then_some(DataDir {
+            path: "/var/lib/rabbitmq",
+            files: &[
+                "mnesia/**/*.wal",
+                "mnesia/**/*.segment",
+                "mnesia/**/*.rdq",
+                "mnesia/**/*.idx",
+            ],
+        })
+    }
     fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
         // The AMQP listener opens at the end of boot, once the node has joined its
         // cluster. A TCP connect costs nothing, where each `rabbitmqctl` call boots an

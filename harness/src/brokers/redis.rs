@@ -68,6 +68,13 @@ impl Recipe for Redis {
             user: None,
         }
     }
+    fn data_dir(&self, ctx: &ClusterContext) -> Option<DataDir> {
+        // The append-only file, in parts under appendonlydir/ since Redis 7.
+        (ctx.flavour == Flavour::Gauntlet).then_some(DataDir {
+            path: "/data",
+            files: &["appendonlydir/*.aof", "appendonlydir/*.rdb", "*.rdb"],
+        })
+    }
     fn node_ready(&self, _ctx: &ClusterContext, _index: usize) -> Probe {
         Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG")
     }

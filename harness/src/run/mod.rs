@@ -266,6 +266,14 @@ async fn deploy_and_run(
     let started = Instant::now();
     let n_nodes = spec.node_count();
     let kinds = fault_kinds(scenario)?;
+    if let Some(disk) = kinds.iter().find(|k| k.needs().disk) {
+        // Refused before anything starts: the backend, the image and the
+        // binary; the mount itself is tried when the nodes start.
+        let refuse = |why: String| HarnessError::Scenario(format!("{disk} on {kind}: {why}"));
+        backend.disk_faults().map_err(refuse)?;
+        spec.disk_faults().map_err(refuse)?;
+        spec.diskfs = Some(crate::diskfs::binary()?);
+    }
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let proxy = if needs_proxy(&kinds) {
         let names: Vec<String> = (1..=n_nodes).map(|i| format!("n{i}")).collect();

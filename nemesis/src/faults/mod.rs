@@ -17,11 +17,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub mod consumer;
+pub mod disk;
 pub mod link;
 pub mod node;
 pub mod partition;
 
 pub use consumer::KillConsumerAt;
+pub use disk::Corruption;
 pub use link::{LinkEffect, LinkFault, LinkToxic};
 pub use node::{find_role, NodeFault, Role};
 pub use partition::{apply_grudge, complete_grudge, grudge, heal_network, Grudge, Shape};
@@ -57,6 +59,19 @@ pub enum FaultKind {
     /// A node fault aimed at the node the broker names for a role, asked when the
     /// fault fires (`kill-broker:leader`, `restart-broker:group-coordinator`, ...).
     OnRole(NodeFault, Role),
+    /// A power failure of a node: its processes killed and every write it had
+    /// not made durable dropped (`torn`: a random prefix of each file's kept),
+    /// by Gauntlet's filesystem over its data; started again when it heals.
+    PowerLoss {
+        /// Keep a random prefix of each file's unsynced writes (a torn write).
+        torn: bool,
+    },
+    /// A node's data files changed while it is down (bits flipped, or its
+    /// newest data file cut); started again when it heals.
+    Corrupt(Corruption),
+    /// A node's data directory emptied while it is down (a disk replaced);
+    /// started again when it heals.
+    Wipe,
     /// A transformer of the txn workload destroys its client in the middle of
     /// 20% of its transactions; the workload does it, never the schedule.
     CrashProducer,
@@ -82,6 +97,9 @@ pub struct Needs {
     pub proxy: bool,
     /// Only this workload can do it (`crash-producer`: `txn`).
     pub workload: Option<&'static str>,
+    /// Gauntlet's filesystem over the nodes' data (a disk fault): the nodes
+    /// get FUSE, and every broker and storage node of the run is mounted.
+    pub disk: bool,
 }
 
 const NOTHING: Needs = Needs {
@@ -92,6 +110,7 @@ const NOTHING: Needs = Needs {
     role: None,
     proxy: false,
     workload: None,
+    disk: false,
 };
 
 /// When a fault ends, which decides its schedule duration and how the history
@@ -386,6 +405,60 @@ static NETEM: FaultSpec = FaultSpec {
     plan: "",
 };
 
+const DISK: Needs = Needs {
+    disk: true,
+    ..PROCESS
+};
+
+static POWER_LOSS: FaultSpec = FaultSpec {
+    name: "power-loss",
+    syntax: "power-loss[:torn|:ROLE]",
+    aliases: &[],
+    parse: |a| match a {
+        None => Some(FaultKind::PowerLoss { torn: false }),
+        Some("torn") => Some(FaultKind::PowerLoss { torn: true }),
+        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::PowerLoss, r)),
+    },
+    needs: DISK,
+    history: ("power-loss", "power-on"),
+    ends: Ends::AtOnce,
+    heal: Heal::StartNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static CORRUPT: FaultSpec = FaultSpec {
+    name: "corrupt",
+    syntax: "corrupt[:bitflip|:truncate]",
+    aliases: &[],
+    parse: |a| {
+        Some(FaultKind::Corrupt(match a.unwrap_or("bitflip") {
+            "bitflip" => Corruption::Bitflip,
+            "truncate" => Corruption::Truncate,
+            _ => return None,
+        }))
+    },
+    needs: DISK,
+    history: ("corrupt", "corrupt-restarted"),
+    ends: Ends::AtOnce,
+    heal: Heal::StartNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
+static WIPE: FaultSpec = FaultSpec {
+    name: "wipe",
+    syntax: "wipe",
+    aliases: &[],
+    parse: |a| a.is_none().then_some(FaultKind::Wipe),
+    needs: DISK,
+    history: ("wipe", "wipe-restarted"),
+    ends: Ends::AtOnce,
+    heal: Heal::StartNodes,
+    acts: Acts::Nodes,
+    plan: "",
+};
+
 static CRASH_PRODUCER: FaultSpec = FaultSpec {
     name: "crash-producer",
     syntax: "crash-producer",
@@ -404,7 +477,7 @@ static CRASH_PRODUCER: FaultSpec = FaultSpec {
 
 /// The table: every fault's specification, in the order the unknown-fault
 /// error lists their syntax. Parsing tries the entries in this order.
-pub static FAULTS: [&FaultSpec; 17] = [
+pub static FAULTS: [&FaultSpec; 20] = [
     &KILL_CONSUMER,
     &KILL_BROKER,
     &RESTART_BROKER,
@@ -421,6 +494,9 @@ pub static FAULTS: [&FaultSpec; 17] = [
     &RESET,
     &BLACKHOLE,
     &NETEM,
+    &POWER_LOSS,
+    &CORRUPT,
+    &WIPE,
     &CRASH_PRODUCER,
 ];
 
@@ -456,6 +532,9 @@ impl FaultKind {
             },
             FaultKind::Netem { .. } => &NETEM,
             FaultKind::OnRole(f, _) => f.on_node().spec(),
+            FaultKind::PowerLoss { .. } => &POWER_LOSS,
+            FaultKind::Corrupt(_) => &CORRUPT,
+            FaultKind::Wipe => &WIPE,
             FaultKind::CrashProducer => &CRASH_PRODUCER,
         }
     }
@@ -480,6 +559,8 @@ impl FaultKind {
             | FaultKind::RestartBroker { mid_batch: false }
             | FaultKind::Pause
             | FaultKind::Partition
+            | FaultKind::PowerLoss { torn: false }
+            | FaultKind::Wipe
             | FaultKind::CrashProducer => return None,
             FaultKind::KillConsumer(KillConsumerAt::BeforeAck) => "before-ack".into(),
             FaultKind::KillConsumer(KillConsumerAt::AfterAck) => "after-ack".into(),
@@ -488,6 +569,8 @@ impl FaultKind {
             FaultKind::Link(l) => return l.arg(),
             FaultKind::Netem { delay_ms } => delay_ms.to_string(),
             FaultKind::OnRole(_, role) => role.name().into(),
+            FaultKind::PowerLoss { torn: true } => "torn".into(),
+            FaultKind::Corrupt(c) => c.name().into(),
         })
     }
 }
@@ -651,6 +734,12 @@ impl Fault {
                 let g = grudge(shape, &cluster.nodes(), pick)?;
                 apply_grudge(cluster, kind, &g).await?;
                 json!({"shape": kind.to_string(), "grudge": g})
+            }
+            FaultKind::PowerLoss { .. } | FaultKind::Corrupt(_) | FaultKind::Wipe => {
+                let disk = kind
+                    .disk()
+                    .ok_or_else(|| failed(kind, target, "not a disk fault"))?;
+                disk::strike(cluster, kind, disk, target, pick).await?
             }
             FaultKind::CrashProducer => {
                 return Err(NemesisError::Unsupported {

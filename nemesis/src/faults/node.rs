@@ -16,15 +16,18 @@ pub enum NodeFault {
     Pause,
     /// Isolate the node in the role from every other node.
     Isolate,
+    /// Cut the power of the node in the role (`power-loss`).
+    PowerLoss,
 }
 
 impl NodeFault {
     /// Every node fault, in the order the parser tries them.
-    pub const ALL: [NodeFault; 4] = [
+    pub const ALL: [NodeFault; 5] = [
         NodeFault::Kill,
         NodeFault::Restart,
         NodeFault::Pause,
         NodeFault::Isolate,
+        NodeFault::PowerLoss,
     ];
 
     /// The same fault on a node named by the schedule.
@@ -34,6 +37,7 @@ impl NodeFault {
             NodeFault::Restart => FaultKind::RestartBroker { mid_batch: false },
             NodeFault::Pause => FaultKind::Pause,
             NodeFault::Isolate => FaultKind::Partition,
+            NodeFault::PowerLoss => FaultKind::PowerLoss { torn: false },
         }
     }
 }

@@ -27,6 +27,56 @@ fn each_fault_says_what_it_needs() {
         (2, Some("iptables"), Some(Role::Storage))
     );
     assert_eq!(n("crash-producer").workload, Some("txn"));
+    // The disk faults need Gauntlet's filesystem in the nodes, and process control.
+    for d in ["power-loss", "power-loss:torn", "corrupt:truncate", "wipe"] {
+        assert!(n(d).disk && n(d).process_faults, "{d}");
+    }
+    let p = n("power-loss:storage");
+    assert!(p.disk && p.role == Some(Role::Storage));
+    assert!(!n("kill-broker").disk && !n("restart-broker:mid-batch").disk);
+}
+
+#[test]
+fn disk_faults_are_intervals_healed_by_a_start_and_name_their_disk_fault() {
+    use crate::control::DiskFault;
+    let k = |s: &str| FaultKind::from_str(s).expect("a fault");
+    for (s, disk, history) in [
+        (
+            "power-loss",
+            DiskFault::PowerLoss { torn: false },
+            ("power-loss", "power-on"),
+        ),
+        (
+            "power-loss:torn",
+            DiskFault::PowerLoss { torn: true },
+            ("power-loss", "power-on"),
+        ),
+        (
+            "corrupt",
+            DiskFault::Bitflip,
+            ("corrupt", "corrupt-restarted"),
+        ),
+        (
+            "corrupt:truncate",
+            DiskFault::Truncate,
+            ("corrupt", "corrupt-restarted"),
+        ),
+        ("wipe", DiskFault::Wipe, ("wipe", "wipe-restarted")),
+    ] {
+        let kind = k(s);
+        assert_eq!(kind.disk(), Some(disk), "{s}");
+        assert_eq!(kind.spec().ends, Ends::AtOnce, "{s}");
+        assert_eq!(kind.spec().heal, Heal::StartNodes, "{s}");
+        assert_eq!(history_names(kind), history, "{s}");
+    }
+    assert_eq!(k("corrupt").to_string(), "corrupt:bitflip");
+    assert_eq!(
+        k("power-loss:leader"),
+        FaultKind::OnRole(NodeFault::PowerLoss, Role::Leader)
+    );
+    assert_eq!(k("kill-broker").disk(), None);
+    assert!(FaultKind::from_str("corrupt:zeroes").is_err());
+    assert!(FaultKind::from_str("wipe:all-of-it").is_err());
 }
 
 #[test]
@@ -77,6 +127,12 @@ fn instants_and_intervals_come_from_the_table() {
 #[test]
 fn names_round_trip() {
     for s in [
+        "power-loss",
+        "power-loss:torn",
+        "power-loss:storage",
+        "corrupt:bitflip",
+        "corrupt:truncate",
+        "wipe",
         "kill-consumer",
         "kill-consumer:before-ack",
         "kill-consumer:after-ack",

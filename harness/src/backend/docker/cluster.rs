@@ -4,6 +4,7 @@
 //!
 //! May import: `backend` (the spec), `backend::docker`'s `image` and
 //! `ports`, `broker`, `deployment`, `error` and the labels; never `run`.
+mod disk;
 mod probe;
 
 use super::image::ensure_image;
@@ -12,7 +13,8 @@ use super::ports::free_ports;
 use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{
-    BrokerKind, Capabilities, ClusterContext, Command, NodePlan, Probe, Recipe, STORAGE_NODE,
+    BrokerKind, Capabilities, ClusterContext, Command, DataDir, NodePlan, Probe, Recipe,
+    STORAGE_NODE,
 };
 use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{docker_err, io_err, HarnessError, Result};
@@ -58,6 +60,10 @@ pub struct DockerDeployment {
     logs_dir: Option<PathBuf>,
     ready_timeout: Duration,
     torn_down: AtomicBool,
+    /// Gauntlet's filesystem on the host, when the run mounts it.
+    diskfs: Option<PathBuf>,
+    /// The nodes whose data it is mounted over, and where their data is.
+    mounted: HashMap<String, DataDir>,
 }
 
 impl std::fmt::Debug for DockerDeployment {
@@ -129,7 +135,12 @@ impl DockerDeployment {
             logs_dir: spec.logs_dir.clone(),
             ready_timeout: spec.ready_timeout.unwrap_or_else(|| recipe.ready_timeout()),
             torn_down: AtomicBool::new(false),
+            diskfs: spec.diskfs.clone(),
+            mounted: HashMap::new(),
         };
+        if dep.diskfs.is_some() {
+            spec.disk_faults().map_err(HarnessError::Scenario)?;
+        }
         // From here on, an early return drops `dep`, which removes what exists.
         let launched = async {
             dep.create(&spec).await?;
@@ -174,35 +185,45 @@ impl DockerDeployment {
     /// Creates (does not start) the container of node `name` on the run's
     /// network, reachable there by its name, with NET_ADMIN (for the nemesis's
     /// iptables and tc) and an init; `ports` publishes ports on the host.
-    /// Returns its id; `what` names it in the error.
+    /// With `data` and the run's filesystem, the node starts under Gauntlet's
+    /// filesystem mounted over its data (`disk.rs`). Returns its id; `what`
+    /// names it in the error.
+    #[allow(clippy::too_many_arguments)]
     async fn create_container(
-        &self,
+        &mut self,
         name: &str,
         what: &str,
         image: String,
         plan: &NodePlan,
         env: Vec<String>,
         ports: Option<PortMap>,
+        data: Option<DataDir>,
     ) -> Result<String> {
         let net_name = format!("gauntlet-{}", self.run_id);
         let container_name = format!("gauntlet-{}-{name}", self.run_id);
         let (exposed, bindings) = ports.unzip();
+        let mut host_config = HostConfig {
+            cap_add: Some(vec!["NET_ADMIN".into()]),
+            port_bindings: bindings,
+            network_mode: Some(net_name.clone()),
+            init: Some(true),
+            ..Default::default()
+        };
+        let mut entrypoint = plan.entrypoint.clone();
+        if let (Some(fs), Some(data)) = (self.diskfs.clone(), data) {
+            entrypoint = Some(disk::mount(&mut host_config, &fs, plan, &data, what)?);
+            self.mounted.insert(name.to_string(), data);
+        }
         let body = ContainerCreateBody {
             hostname: Some(name.to_string()),
             image: Some(image),
-            entrypoint: plan.entrypoint.clone(),
+            entrypoint,
             cmd: Some(plan.cmd.clone()),
             env: Some(env),
             user: plan.user.clone(),
             labels: Some(self.labels(Some(name))),
             exposed_ports: exposed,
-            host_config: Some(HostConfig {
-                cap_add: Some(vec!["NET_ADMIN".into()]),
-                port_bindings: bindings,
-                network_mode: Some(net_name.clone()),
-                init: Some(true),
-                ..Default::default()
-            }),
+            host_config: Some(host_config),
             networking_config: Some(NetworkingConfig {
                 endpoints_config: Some(HashMap::from([(
                     net_name,
@@ -255,7 +276,15 @@ impl DockerDeployment {
                 .cloned()
                 .collect();
             let id = self
-                .create_container(&name, "the storage node", image, &sp.plan, env, None)
+                .create_container(
+                    &name,
+                    "the storage node",
+                    image,
+                    &sp.plan,
+                    env,
+                    None,
+                    sp.data,
+                )
                 .await?;
             self.storage = Some((
                 Node {
@@ -273,6 +302,7 @@ impl DockerDeployment {
                 .await?;
         }
 
+        let data = self.recipe.data_dir(&self.ctx);
         for (i, name) in self.ctx.nodes.clone().iter().enumerate() {
             let plan = self.recipe.node(&self.ctx, i);
             let mut bindings = HashMap::new();
@@ -304,6 +334,7 @@ impl DockerDeployment {
                     &plan,
                     plan.env.clone(),
                     Some((exposed, bindings)),
+                    data,
                 )
                 .await?;
             self.nodes.push(Node {
@@ -394,6 +425,9 @@ impl DockerDeployment {
 impl NodeControl for DockerDeployment {
     async fn kill(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
+        if self.mounted.contains_key(node) && self.crash_mounted(node).await? {
+            return Ok(());
+        }
         self.docker
             .kill_container(
                 &n.container,
@@ -451,6 +485,15 @@ impl NodeControl for DockerDeployment {
             .await
             .map_err(docker_err(format!("unpausing node {node}")))
             .map_err(Into::into)
+    }
+
+    async fn disk_fault(
+        &self,
+        node: &str,
+        fault: gauntlet_nemesis::DiskFault,
+        seed: u64,
+    ) -> CtlResult<serde_json::Value> {
+        Ok(self.strike_disk(node, fault, seed).await?)
     }
 
     async fn exec(

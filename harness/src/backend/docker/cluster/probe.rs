@@ -86,6 +86,9 @@ impl DockerDeployment {
                 .state;
             let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
             if !running {
+                if let Some(e) = self.fs_failure(node).await {
+                    return Err(e);
+                }
                 let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
                 let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
                 return Err(HarnessError::NodeExited {

@@ -1,0 +1,170 @@
+//! Gauntlet's filesystem in the nodes (the `gauntlet-diskfs` binary, crate
+//! `diskfs/`): where the harness finds it, how a node's start is wrapped by
+//! it, and the commands that do the disk faults (docs/nemesis.md, "Disk
+//! faults"). Only a run that schedules a disk fault mounts it.
+//!
+//! May import: `broker`, `error`; never a backend.
+use crate::broker::DataDir;
+use crate::error::HarnessError;
+use gauntlet_nemesis::{Command, DiskFault};
+use std::path::{Path, PathBuf};
+
+/// The binary's name, beside `gauntlet`'s in the build's folder.
+pub const BINARY: &str = "gauntlet-diskfs";
+/// The environment variable that names the binary, before any other place.
+pub const ENV: &str = "GAUNTLET_DISKFS";
+/// Where the binary is in a node (a read-only bind mount).
+pub const IN_NODE: &str = "/gauntlet/diskfs";
+/// The directory in a node that stands for its disk (the backing directory).
+pub const BACKING: &str = "/gauntlet-disk";
+/// The line the filesystem prints, on stderr, when it fails itself: a harness
+/// failure, never a finding about the broker.
+pub const FAILED: &str = "gauntlet-diskfs: FAILED: ";
+
+/// The filesystem's binary: `$GAUNTLET_DISKFS`, else `gauntlet-diskfs` in the
+/// folder of the running executable or its parent (a test binary lives in
+/// `target/<profile>/deps/`).
+pub fn binary() -> Result<PathBuf, HarnessError> {
+    if let Some(p) = std::env::var_os(ENV) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(HarnessError::Scenario(format!(
+                "{ENV}={} is not a file",
+                p.display()
+            )))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| {
+        HarnessError::Scenario(format!("locating the running executable: {e}"))
+    })?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    for d in [Some(dir), dir.parent()].into_iter().flatten() {
+        let p = d.join(BINARY);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(HarnessError::Scenario(format!(
+        "a disk fault needs Gauntlet's filesystem, and {BINARY} is not beside {} \
+         (build it: `cargo build -p gauntlet-diskfs`, with --release for a release \
+         build; or set {ENV})",
+        exe.display()
+    )))
+}
+
+/// The entry point of a node whose data is mounted: the filesystem's `run`
+/// over `data`, then the node's own entry point (the command follows it).
+pub fn wrap(entrypoint: &[String], data: &DataDir) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        IN_NODE,
+        "run",
+        "--backing",
+        BACKING,
+        "--mount",
+        data.path,
+        "--container",
+        "--",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.extend(entrypoint.iter().cloned());
+    argv
+}
+
+/// The command, run in a mounted node, that does `fault` (drawing from `seed`)
+/// on the files of `data`.
+pub fn command(fault: DiskFault, seed: u64, data: &DataDir) -> Command {
+    let seed = seed.to_string();
+    let files = data.files.join(",");
+    let args: Vec<&str> = match fault {
+        DiskFault::PowerLoss { torn: false } => vec!["power-loss", "--seed", &seed],
+        DiskFault::PowerLoss { torn: true } => vec!["power-loss", "--torn", "--seed", &seed],
+        DiskFault::Bitflip => vec!["corrupt", "--bitflip", "3", "--files", &files, "--seed", &seed],
+        DiskFault::Truncate => vec!["corrupt", "--truncate", "--files", &files, "--seed", &seed],
+        DiskFault::Wipe => vec!["wipe"],
+    };
+    let mut argv = vec![IN_NODE];
+    argv.extend(args);
+    Command::new(&argv)
+}
+
+/// The crash of a mounted node (`kill-broker`): its processes killed, and what
+/// it wrote kept, as the OS keeps a crashed process's writes.
+pub fn crash() -> Command {
+    Command::new(&[IN_NODE, "crash"])
+}
+
+/// The filesystem's own failure in a node's log, if it printed one.
+pub fn failure_in(log: &str) -> Option<String> {
+    log.lines()
+        .find_map(|l| l.split_once(FAILED).map(|(_, why)| why.trim().to_string()))
+}
+
+/// The report the filesystem printed (one JSON object on a line of `stdout`).
+pub fn report(stdout: &str) -> Option<serde_json::Value> {
+    stdout
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .find(serde_json::Value::is_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DATA: DataDir = DataDir {
+        path: "/data",
+        files: &["a/*.blk", "b/**"],
+    };
+
+    #[test]
+    fn a_mounted_node_starts_under_the_filesystem_then_its_own_entry_point() {
+        let argv = wrap(&["sh".into(), "-c".into()], &DATA);
+        assert_eq!(
+            argv.join(" "),
+            "/gauntlet/diskfs run --backing /gauntlet-disk --mount /data --container -- sh -c"
+        );
+    }
+
+    #[test]
+    fn each_disk_fault_is_one_command_with_the_recipes_files_and_the_seed() {
+        let c = |f| command(f, 7, &DATA).display();
+        assert_eq!(
+            c(DiskFault::PowerLoss { torn: false }),
+            "/gauntlet/diskfs power-loss --seed 7"
+        );
+        assert_eq!(
+            c(DiskFault::PowerLoss { torn: true }),
+            "/gauntlet/diskfs power-loss --torn --seed 7"
+        );
+        assert_eq!(
+            c(DiskFault::Bitflip),
+            "/gauntlet/diskfs corrupt --bitflip 3 --files a/*.blk,b/** --seed 7"
+        );
+        assert_eq!(
+            c(DiskFault::Truncate),
+            "/gauntlet/diskfs corrupt --truncate --files a/*.blk,b/** --seed 7"
+        );
+        assert_eq!(c(DiskFault::Wipe), "/gauntlet/diskfs wipe");
+    }
+
+    #[test]
+    fn the_filesystems_own_failure_and_report_are_read_from_what_it_printed() {
+        let log = "1:M 06 Dec ready\ngauntlet-diskfs: FAILED: mount: permission denied\n";
+        assert_eq!(
+            failure_in(log).as_deref(),
+            Some("mount: permission denied")
+        );
+        assert_eq!(failure_in("all good\n"), None);
+        let out = "noise\n{\"fault\":\"power-loss\",\"dropped_bytes\":12}\n";
+        assert_eq!(
+            report(out).and_then(|r| r["dropped_bytes"].as_u64()),
+            Some(12)
+        );
+        assert_eq!(report("not json"), None);
+    }
+}
