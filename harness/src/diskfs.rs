@@ -36,9 +36,8 @@ pub fn binary() -> Result<PathBuf, HarnessError> {
             )))
         };
     }
-    let exe = std::env::current_exe().map_err(|e| {
-        HarnessError::Scenario(format!("locating the running executable: {e}"))
-    })?;
+    let exe = std::env::current_exe()
+        .map_err(|e| HarnessError::Scenario(format!("locating the running executable: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     for d in [Some(dir), dir.parent()].into_iter().flatten() {
         let p = d.join(BINARY);
@@ -82,7 +81,15 @@ pub fn command(fault: DiskFault, seed: u64, data: &DataDir) -> Command {
     let args: Vec<&str> = match fault {
         DiskFault::PowerLoss { torn: false } => vec!["power-loss", "--seed", &seed],
         DiskFault::PowerLoss { torn: true } => vec!["power-loss", "--torn", "--seed", &seed],
-        DiskFault::Bitflip => vec!["corrupt", "--bitflip", "3", "--files", &files, "--seed", &seed],
+        DiskFault::Bitflip => vec![
+            "corrupt",
+            "--bitflip",
+            "3",
+            "--files",
+            &files,
+            "--seed",
+            &seed,
+        ],
         DiskFault::Truncate => vec!["corrupt", "--truncate", "--files", &files, "--seed", &seed],
         DiskFault::Wipe => vec!["wipe"],
     };
@@ -155,10 +162,7 @@ mod tests {
     #[test]
     fn the_filesystems_own_failure_and_report_are_read_from_what_it_printed() {
         let log = "1:M 06 Dec ready\ngauntlet-diskfs: FAILED: mount: permission denied\n";
-        assert_eq!(
-            failure_in(log).as_deref(),
-            Some("mount: permission denied")
-        );
+        assert_eq!(failure_in(log).as_deref(), Some("mount: permission denied"));
         assert_eq!(failure_in("all good\n"), None);
         let out = "noise\n{\"fault\":\"power-loss\",\"dropped_bytes\":12}\n";
         assert_eq!(

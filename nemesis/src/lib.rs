@@ -19,12 +19,12 @@ pub mod net;
 pub mod schedule;
 
 pub use control::{
-    Cluster, Command, Consumers, ControlError, DiskFault, ExecOutput, InFlight, Links, NodeControl, Readiness,
-    Roles,
+    Cluster, Command, Consumers, ControlError, DiskFault, ExecOutput, InFlight, Links, NodeControl,
+    Readiness, Roles,
 };
 pub use faults::{
-    Acts, Corruption, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault, NodeFault, Role,
-    Shape,
+    Acts, Corruption, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault,
+    NodeFault, Role, Shape,
 };
 pub use schedule::{Schedule, ScheduledFault};
 

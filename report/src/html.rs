@@ -1171,6 +1171,28 @@ fn open_words(iv: &nemesis::Interval, at: &dyn Fn(u64) -> String) -> String {
     )
 }
 
+/// What each disk fault dropped or changed, node by node (power losses,
+/// corruptions, wipes: `crate::disk`).
+fn disk_table(out: &mut String, h: &History, at: &dyn Fn(u64) -> String) {
+    let effects = crate::disk::effects(&h.nemesis);
+    if effects.is_empty() {
+        return;
+    }
+    out.push_str("<h3>What the disk faults did</h3><table class=\"disk-faults\"><tr><th>when</th><th>fault</th><th>node</th><th>op</th><th>what it dropped or changed</th></tr>");
+    for d in effects.iter().take(MAX_ROWS) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&at(d.time)),
+            esc(&cut(&d.fault, 80)),
+            esc(&cut(&d.node, 80)),
+            d.index,
+            esc(&cut(&d.words, 600))
+        );
+    }
+    out.push_str("</table>");
+}
+
 fn fault_table(out: &mut String, h: &History, faults: &Faults) {
     out.push_str(r#"<section id="faults"><h2>Faults</h2>"#);
     if h.nemesis.is_empty() {
@@ -1249,6 +1271,7 @@ fn fault_table(out: &mut String, h: &History, faults: &Faults) {
         ));
     }
     rows.sort_by_key(|r| r.0);
+    disk_table(out, h, &at);
     out.push_str("<table class=\"fault-list\"><tr><th>when</th><th>fault</th><th>target</th><th>op</th><th>how it ended</th></tr>");
     for (_, r) in rows.iter().take(MAX_ROWS) {
         out.push_str(r);

@@ -20,6 +20,7 @@
 //! only. It never talks to a broker or Docker: everything it shows comes from a
 //! history, a verdict and the files of a run folder.
 #![warn(missing_docs)]
+pub mod disk;
 pub mod escape;
 pub mod folder;
 pub mod html;

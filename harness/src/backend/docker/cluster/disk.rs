@@ -43,11 +43,7 @@ pub(super) fn mount(
         cgroup_permissions: Some("rwm".into()),
     }]);
     host.security_opt = Some(vec!["apparmor:unconfined".into()]);
-    host.binds = Some(vec![format!(
-        "{}:{}:ro",
-        binary.display(),
-        diskfs::IN_NODE
-    )]);
+    host.binds = Some(vec![format!("{}:{}:ro", binary.display(), diskfs::IN_NODE)]);
     Ok(diskfs::wrap(entry, data))
 }
 
@@ -108,11 +104,7 @@ impl DockerDeployment {
         let Some(mut report) = report else {
             let log = self.log_tail(node, Some(40)).await.unwrap_or_default();
             let why = diskfs::failure_in(&log).unwrap_or_else(|| {
-                format!(
-                    "`{}` gave no report: {}",
-                    command.display(),
-                    printed.trim()
-                )
+                format!("`{}` gave no report: {}", command.display(), printed.trim())
             });
             return Err(HarnessError::DiskFs {
                 node: node.to_string(),
