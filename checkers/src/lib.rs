@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 
 use gauntlet_history::model::Outcome;
 pub use gauntlet_history::History;
+use gauntlet_history::OpType;
 use gauntlet_history::NO_OFFSET;
 pub use verdict::{
     Anomaly, AnomalyKind, Guarantee, Incomplete, IncompleteReason, Latency, Stats, Status,
@@ -294,6 +295,7 @@ fn check_passes(
     let has_offsets = ord.as_ref().is_none_or(|o| o.has_offsets);
     let bounded = tot.as_ref().is_some_and(|t| t.bounded);
     let mut warnings = h.warnings.clone();
+    warnings.extend(heal_failures(h));
     if bounded {
         warnings.push(format!(
             "total-order: the cross-consumer search stopped after {} comparisons; its count is a lower bound",
@@ -445,6 +447,46 @@ fn check_passes(
         incomplete: None,
         unjudged,
     }
+}
+
+/// What Gauntlet's runs recorded of a heal that failed: a node that did not
+/// come back after a fault (a power loss, a corruption, a kill: the heal's
+/// error says which node, how long it was waited for and the end of its log),
+/// and the final heal's problems. Only Gauntlet's own events count (a JSON
+/// object with a `fault_id`, or the `heal-all` info); a failed start of a fault
+/// (`"end": true`) is not a heal.
+fn heal_failures(h: &History) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in h.nemesis.iter().filter(|e| e.kind == OpType::Info) {
+        let Ok(serde_json::Value::Object(v)) = serde_json::from_str(&e.value) else {
+            continue;
+        };
+        if e.f == "heal-all" {
+            let problems: Vec<&str> = v
+                .get("problems")
+                .and_then(|p| p.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str())
+                .collect();
+            if !problems.is_empty() {
+                out.push(format!(
+                    "the final heal (op {}) found problems: {}",
+                    e.index,
+                    problems.join("; ")
+                ));
+            }
+            continue;
+        }
+        let is_heal = v.contains_key("fault_id") && v.get("end").is_none();
+        if let (true, Some(err)) = (is_heal, v.get("error").and_then(|x| x.as_str())) {
+            out.push(format!(
+                "a node did not come back: the heal `{}` (op {}) failed: {err}",
+                e.f, e.index
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -502,3 +502,65 @@ fn transactions_commit_or_abort_their_sends_and_reads() {
     assert_eq!(v.stats.sends_fail, 1);
     assert_eq!(v.stats.sends_ok, 2);
 }
+
+/// A node that did not come back after a fault is said in the verdict's
+/// warnings (which heal, which node, what it waited for); a fault that failed
+/// to start (`"end": true`) and a clean final heal are not.
+#[test]
+fn a_node_that_did_not_come_back_is_a_warning_of_the_verdict() {
+    let mut h = H::default();
+    h.send(0, "ok", at(m("k", 1), 0, 0));
+    let nem = |h: &mut H, kind: &str, f: &str, v: Value| {
+        h.op(json!("nemesis"), kind, f, None, Some(v));
+    };
+    nem(
+        &mut h,
+        "invoke",
+        "power-loss",
+        json!({"fault": "power-loss", "fault_id": 0, "node": "n1"}),
+    );
+    nem(
+        &mut h,
+        "info",
+        "power-loss",
+        json!({"fault_id": 0, "node": "n1", "disk": {"fault": "power-loss"}}),
+    );
+    nem(
+        &mut h,
+        "invoke",
+        "power-on",
+        json!({"fault_id": 0, "target": "n1"}),
+    );
+    nem(
+        &mut h,
+        "info",
+        "power-on",
+        json!({"fault_id": 0, "error": "start on n1: node n1 not ready after 90.0s"}),
+    );
+    nem(
+        &mut h,
+        "info",
+        "pause",
+        json!({"fault_id": 1, "error": "no", "end": true}),
+    );
+    nem(&mut h, "info", "heal-all", json!({"problems": []}));
+    h.poll(5, None, vec![at(m("k", 1), 0, 0)]).drained();
+    let v = h.check(&[G::AtLeastOnce]);
+    assert_eq!(
+        v.warnings,
+        ["a node did not come back: the heal `power-on` (op 5) failed: start on n1: node n1 not ready after 90.0s"]
+    );
+    nem(
+        &mut h,
+        "info",
+        "heal-all",
+        json!({"problems": ["n2: not ready"]}),
+    );
+    let v = h.check(&[G::AtLeastOnce]);
+    assert_eq!(v.warnings.len(), 2, "{:?}", v.warnings);
+    assert!(
+        v.warnings[1].contains("found problems: n2: not ready"),
+        "{:?}",
+        v.warnings
+    );
+}
