@@ -50,6 +50,11 @@ pub trait Deployment: NodeControl {
     fn endpoints(&self) -> Vec<Endpoint>;
     /// What this deployment supports.
     fn capabilities(&self) -> Capabilities;
+    /// Whether Gauntlet's filesystem runs over the data of the nodes (the disk
+    /// faults need it); none by default.
+    fn disk_mounted(&self) -> bool {
+        false
+    }
     /// The node that stores the brokers' data, when it is not a broker
     /// (`storage` of a tansu cluster); [`NodeControl`] takes its name like a
     /// broker's, but it is not one of [`Deployment::nodes`].

@@ -118,6 +118,13 @@ fn able(needs: Needs, deployment: &dyn Deployment, scenario: &Scenario) -> Resul
             return Err(format!("the nodes cannot run {tool} (no NET_ADMIN exec)"));
         }
     }
+    if needs.disk && !deployment.disk_mounted() {
+        return Err(
+            "the nodes do not run Gauntlet's filesystem over their data (only the Docker \
+             backend mounts it, for Gauntlet's own images)"
+                .into(),
+        );
+    }
     if needs.process_faults && !caps.process_faults {
         return Err("the deployment does not offer process faults".into());
     }

@@ -638,3 +638,68 @@ fn a_backend_error_crosses_node_control_and_comes_back_whole() {
         "{failed:?}"
     );
 }
+
+#[tokio::test]
+async fn a_disk_fault_is_refused_before_anything_starts_where_no_filesystem_can_be_mounted() {
+    // A backend that does not mount Gauntlet's filesystem: refused before the
+    // launch, naming the fault, the broker and the backend.
+    let results = temp("disk-refused");
+    let backend = Arc::new(FakeBackend::default());
+    let s = Scenario {
+        name: "disk-refused".into(),
+        results: results.clone(),
+        ..scenario("redis", &["power-loss"])
+    };
+    let e = run_with_backend(
+        backend.clone(),
+        Instant::now(),
+        &s,
+        Path::new("/nonexistent/gauntlet"),
+        EventSink::discard(),
+        RunOptions::default(),
+    )
+    .await
+    .expect_err("refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("power-loss on redis: the fake backend does not mount Gauntlet's filesystem"),
+        "{text}"
+    );
+    assert!(backend.calls().is_empty(), "{:?}", backend.calls());
+    let _ = std::fs::remove_dir_all(&results);
+
+    // An official image, and a broker that keeps nothing on its nodes' disks.
+    let official = ClusterSpec::new(BrokerKind::Redis).image(ImageRef::named("redis:7"));
+    let why = official.disk_faults().expect_err("an official image");
+    assert!(
+        why.contains("redis:7 is not one of Gauntlet's images"),
+        "{why}"
+    );
+    let sqs = ClusterSpec::new(BrokerKind::Sqs)
+        .disk_faults()
+        .expect_err("sqs");
+    assert!(sqs.contains("keeps no data on its nodes' disks"), "{sqs}");
+    for b in [
+        BrokerKind::Redis,
+        BrokerKind::Nats,
+        BrokerKind::RabbitMq,
+        BrokerKind::Kafka,
+    ] {
+        assert_eq!(ClusterSpec::new(b).disk_faults(), Ok(()), "{b}");
+    }
+
+    // A deployment whose nodes are not mounted (an SSH host's `--plan`).
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    for fault in [
+        "power-loss",
+        "corrupt:truncate",
+        "wipe",
+        "power-loss:leader",
+    ] {
+        let got = refusal(&scenario("redis", &[fault]), &d);
+        assert!(
+            got.contains("do not run Gauntlet's filesystem over their data"),
+            "{fault}: {got}"
+        );
+    }
+}

@@ -591,6 +591,10 @@ impl Deployment for DockerDeployment {
         self.storage.as_ref().map(|(n, _)| n.name.clone())
     }
 
+    fn disk_mounted(&self) -> bool {
+        !self.mounted.is_empty()
+    }
+
     async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()> {
         if let Some((n, probe)) = &self.storage {
             if n.name == node {
