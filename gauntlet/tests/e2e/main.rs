@@ -10,6 +10,7 @@
 //! add a module per scenario family.
 mod basics;
 mod clean;
+mod disk;
 mod common;
 mod incomplete;
 mod log;

@@ -1,0 +1,254 @@
+//! Disk faults on real brokers (docs/nemesis.md, "Disk faults"): the nodes run
+//! Gauntlet's filesystem over their data, which keeps what was not fsynced in
+//! memory; `power-loss` drops it, as a power failure drops the page cache.
+//! Seed D3 literally: "Producer -> Broker (memory) -X- (disk)".
+use crate::common::*;
+use serde_json::Value;
+use std::time::Instant;
+
+/// The info event of each disk fault (its start), with the filesystem's report.
+fn disk_reports(r: &Run, f: &str) -> Vec<Value> {
+    nemesis_events(&r.dir)
+        .into_iter()
+        .filter(|e| e["f"] == f && e["type"] == "info" && e["value"].get("disk").is_some())
+        .collect()
+}
+
+/// The queue workload on Redis (a primary and two replicas) with one consumer
+/// slower than the producers, so acknowledged messages wait in the stream when
+/// the power of the primary goes at 8 s.
+fn redis_power_loss(name: &str, appendfsync: &str) -> Run {
+    let schedule = schedule_file(name, &[(8_000, 0, "power-loss", "n1", 0)]);
+    let toml = format!(
+        r#"name = "{name}"
+broker = "redis"
+time = "14s"
+rate = 150
+seed = 5
+expect = ["at-least-once"]
+replay = "{}"
+
+[redis]
+appendfsync = "{appendfsync}"
+
+[queue]
+consumers = 1
+processing-ms = 10
+"#,
+        schedule.display()
+    );
+    run_scenario(name, &toml, &[])
+}
+
+/// Seed D3 on Redis: `appendfsync everysec` acknowledges a write before it is
+/// on the disk, so the primary's power loss loses acknowledged sends; with
+/// `always` it fsyncs before it answers, and nothing acknowledged is lost.
+#[test]
+fn d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always() {
+    let t = Instant::now();
+    let everysec = redis_power_loss("redis-power-everysec", "everysec");
+    report("D3 redis appendfsync everysec, power-loss of the primary", &everysec, t);
+    let reports = disk_reports(&everysec, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let disk = &reports[0]["value"]["disk"];
+    eprintln!("everysec: the filesystem's report: {disk}");
+    assert_eq!(reports[0]["value"]["node"], "n1");
+    assert!(
+        disk["dropped_bytes"].as_u64().unwrap_or(0) > 0,
+        "a power loss with everysec drops unsynced AOF writes: {disk}"
+    );
+    assert!(count(&everysec, "lost") > 0, "{}", everysec.verdict["anomalies"]);
+    assert_eq!(everysec.code, 1, "{}", everysec.verdict);
+
+    let t = Instant::now();
+    let always = redis_power_loss("redis-power-always", "always");
+    report("D3 redis appendfsync always, power-loss of the primary", &always, t);
+    let reports = disk_reports(&always, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    eprintln!("always: the filesystem's report: {}", reports[0]["value"]["disk"]);
+    assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
+    assert_eq!(always.code, 0, "{}", always.verdict);
+    for r in [&everysec, &always] {
+        assert!(r.verdict["warnings"]
+            .as_array()
+            .is_none_or(|w| w.iter().all(|w| !w.to_string().contains("did not come back"))));
+        let html = std::fs::read_to_string(r.dir.join(gauntlet_report::folder::REPORT))
+            .expect("report.html");
+        assert!(html.contains("What the disk faults did"), "the report shows the power loss");
+        no_leftovers(&r.dir);
+    }
+}
+
+/// A process crash of a mounted node is still a process crash: `kill-broker`
+/// keeps what the broker wrote without an fsync (the OS keeps a dead process's
+/// writes), so Redis with `appendfsync no` loses nothing to it; a power loss of
+/// the same node at the same moment does (the difference is the whole point).
+#[test]
+fn kill_broker_on_a_mounted_node_keeps_unsynced_writes_power_loss_drops_them() {
+    let t = Instant::now();
+    let name = "redis-mounted-kill";
+    let schedule = schedule_file(
+        name,
+        &[(6_000, 2_000, "kill-broker", "n1", 0), (10_000, 0, "power-loss", "n2", 0)],
+    );
+    let toml = format!(
+        r#"name = "{name}"
+broker = "redis"
+nodes = 3
+time = "14s"
+rate = 100
+seed = 9
+expect = ["at-least-once"]
+replay = "{}"
+
+[redis]
+appendfsync = "no"
+"#,
+        schedule.display()
+    );
+    let r = run_scenario(name, &toml, &[]);
+    report("redis appendfsync no, kill-broker n1 then power-loss of replica n2", &r, t);
+    let kills: Vec<Value> = nemesis_events(&r.dir)
+        .into_iter()
+        .filter(|e| e["f"] == "kill" && e["type"] == "info")
+        .collect();
+    assert_eq!(kills.len(), 1, "{kills:?}");
+    // Killed through the filesystem (the node had its data mounted), which
+    // then ran again: the run is valid, nothing lost.
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    let power = disk_reports(&r, "power-loss");
+    assert_eq!(power.len(), 1, "{power:?}");
+    assert_eq!(power[0]["value"]["node"], "n2");
+    assert!(
+        power[0]["value"]["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0,
+        "appendfsync no never syncs: the replica's power loss drops its AOF tail: {}",
+        power[0]["value"]["disk"]
+    );
+    no_leftovers(&r.dir);
+}
+
+/// A schedule of one disk fault on several nodes at once (`targets`).
+fn schedule_on(name: &str, at_ms: u64, fault: &str, targets: &[&str]) -> String {
+    let list: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
+    let text = format!(
+        "seed = 0\n\n[[fault]]\nat_ms = {at_ms}\nduration_ms = 0\nfault = \"{fault}\"\ntargets = [{}]\npick = 7\n",
+        list.join(", ")
+    );
+    let file = std::env::temp_dir().join(format!(
+        "gauntlet-e2e-{}-{name}-schedule.toml",
+        std::process::id()
+    ));
+    std::fs::write(&file, text).expect("write the schedule");
+    file.display().to_string()
+}
+
+fn nats_power_loss_all(name: &str, sync: Option<&str>) -> Run {
+    let schedule = schedule_on(name, 8_000, "power-loss", &["n1", "n2", "n3"]);
+    let nats = sync.map_or(String::new(), |s| {
+        format!("\n[nats]\nsync-interval = \"{s}\"\n")
+    });
+    let toml = format!(
+        r#"name = "{name}"
+broker = "nats"
+nodes = 3
+time = "14s"
+rate = 100
+seed = 5
+expect = ["at-least-once"]
+replay = "{schedule}"
+{nats}
+[queue]
+consumers = 1
+processing-ms = 10
+"#
+    );
+    run_scenario(name, &toml, &[])
+}
+
+/// Jepsen's NATS 2.12.1 finding, on 2.15.1: a coordinated power failure of all
+/// three nodes of an R3 stream. With JetStream's default `sync_interval` (an
+/// fsync every two minutes) the acknowledged messages written since the last
+/// sync are on no disk; with `sync_interval: always` every one is. The
+/// filesystem's report must show what it dropped on every node; the loss of
+/// the default is printed (a finding, docs/nemesis.md), the `always` side
+/// must lose nothing.
+#[test]
+fn nats_r3_power_loss_of_all_nodes_default_sync_and_always() {
+    let t = Instant::now();
+    let default = nats_power_loss_all("nats-power-all-default", None);
+    report("NATS R3 default sync_interval, power-loss of all 3 nodes", &default, t);
+    let reports = disk_reports(&default, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let each = reports[0]["value"]["each"].as_array().cloned().unwrap_or_default();
+    assert_eq!(each.len(), 3, "{}", reports[0]);
+    for e in &each {
+        eprintln!("default: {} dropped {} bytes", e["node"], e["disk"]["dropped_bytes"]);
+        assert!(e["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0, "{e}");
+    }
+    eprintln!(
+        "FINDING nats default sync, power-loss:all: lost {}, sends ok {}, warnings {}",
+        count(&default, "lost"),
+        default.verdict["stats"]["sends_ok"],
+        default.verdict["warnings"]
+    );
+
+    let t = Instant::now();
+    let always = nats_power_loss_all("nats-power-all-always", Some("always"));
+    report("NATS R3 sync_interval always, power-loss of all 3 nodes", &always, t);
+    assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
+    assert_eq!(always.code, 0, "{}", always.verdict);
+    for r in [&default, &always] {
+        no_leftovers(&r.dir);
+    }
+}
+
+fn kafka_storage_power_loss(name: &str, fsync: bool) -> Run {
+    let schedule = schedule_file(name, &[(8_000, 0, "power-loss:storage", "n1", 0)]);
+    let toml = format!(
+        r#"name = "{name}"
+broker = "kafka"
+time = "14s"
+rate = 60
+seed = 5
+expect = ["at-least-once"]
+replay = "{}"
+
+[storage]
+fsync = {fsync}
+synchronous-commit = true
+
+[queue]
+consumers = 1
+processing-ms = 20
+"#,
+        schedule.display()
+    );
+    run_scenario(name, &toml, &[])
+}
+
+/// The Kafka cluster's PostgreSQL (the storage node) loses its power. With
+/// `fsync` on, a commit is on the disk before tansu acknowledges: nothing
+/// lost. With `fsync` off and `synchronous_commit` still on, PostgreSQL waits
+/// for its WAL write but never for the disk, so only a power loss (never a
+/// process kill) can lose it: acknowledged records are lost.
+#[test]
+fn kafka_storage_power_loss_keeps_with_fsync_and_loses_without() {
+    let t = Instant::now();
+    let on = kafka_storage_power_loss("kafka-storage-power-fsync", true);
+    report("kafka storage fsync on, power-loss:storage", &on, t);
+    let reports = disk_reports(&on, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["value"]["node"], "storage", "{}", reports[0]);
+    assert_eq!(count(&on, "lost"), 0, "{}", on.verdict["anomalies"]);
+
+    let t = Instant::now();
+    let off = kafka_storage_power_loss("kafka-storage-power-nofsync", false);
+    report("kafka storage fsync off, power-loss:storage", &off, t);
+    let reports = disk_reports(&off, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    eprintln!("fsync off: the filesystem's report: {}", reports[0]["value"]["disk"]);
+    assert!(count(&off, "lost") > 0, "{}", off.verdict["anomalies"]);
+    for r in [&on, &off] {
+        no_leftovers(&r.dir);
+    }
+}
