@@ -363,23 +363,18 @@ impl State {
         let sync = *sync || flags & libc::O_DSYNC != 0;
         self.seq += 1;
         let seq = self.seq;
-        if !self.files.contains_key(&ino) {
-            let copy = file.try_clone().map_err(Errno::from)?;
-            self.files.insert(
-                ino,
-                Pending {
-                    log: PendingLog::default(),
-                    file: copy,
-                    last_seq: seq,
-                    last_write: SystemTime::now(),
-                },
-            );
-        }
-        if let Some(p) = self.files.get_mut(&ino) {
-            p.log.push(offset, data);
-            p.last_seq = seq;
-            p.last_write = SystemTime::now();
-        }
+        let p = match self.files.entry(ino) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Pending {
+                log: PendingLog::default(),
+                file: file.try_clone().map_err(Errno::from)?,
+                last_seq: seq,
+                last_write: SystemTime::now(),
+            }),
+        };
+        p.log.push(offset, data);
+        p.last_seq = seq;
+        p.last_write = SystemTime::now();
         if sync {
             self.write_through(ino)?;
         }
