@@ -21,8 +21,14 @@ pub struct Figures {
 #[derive(Debug, Clone, Copy)]
 pub struct BenchResult {
     pub mib: u64,
+    /// Directly in the directory, with the fsyncs.
     pub direct: Figures,
+    /// Through the mount, with the fsyncs (which write through to the
+    /// backing file and do not flush the device).
     pub mounted: Figures,
+    /// Directly, without any fsync: the page cache alone, for the cost of
+    /// FUSE itself.
+    pub direct_nosync: Figures,
 }
 
 impl BenchResult {
@@ -35,7 +41,7 @@ impl BenchResult {
 const BLOCK: usize = 4096;
 const SYNC_EVERY: u64 = 16;
 
-fn write_file(path: &Path, mib: u64) -> Result<Figures, DiskfsError> {
+fn write_file(path: &Path, mib: u64, sync: bool) -> Result<Figures, DiskfsError> {
     let mut f: File = OpenOptions::new()
         .create(true)
         .truncate(true)
@@ -49,7 +55,7 @@ fn write_file(path: &Path, mib: u64) -> Result<Figures, DiskfsError> {
     for i in 1..=writes {
         f.write_all(&block)
             .map_err(|e| DiskfsError::io("writing", path, e))?;
-        if i % SYNC_EVERY == 0 {
+        if sync && i % SYNC_EVERY == 0 {
             f.sync_all()
                 .map_err(|e| DiskfsError::io("fsyncing", path, e))?;
             fsyncs += 1;
@@ -73,9 +79,12 @@ pub fn bench(dir: &Path, mib: u64) -> Result<BenchResult, DiskfsError> {
     }
     fs::create_dir_all(dir).map_err(|e| DiskfsError::io("creating", dir, e))?;
     let direct_file = dir.join("gauntlet-diskfs-bench.dat");
-    let direct = write_file(&direct_file, mib);
+    let direct = write_file(&direct_file, mib, true);
     let _ = fs::remove_file(&direct_file);
     let direct = direct?;
+    let direct_nosync = write_file(&direct_file, mib, false);
+    let _ = fs::remove_file(&direct_file);
+    let direct_nosync = direct_nosync?;
 
     let backing = dir.join("gauntlet-diskfs-bench-backing");
     let mnt = dir.join("gauntlet-diskfs-bench-mount");
@@ -83,7 +92,7 @@ pub fn bench(dir: &Path, mib: u64) -> Result<BenchResult, DiskfsError> {
         fs::create_dir_all(d).map_err(|e| DiskfsError::io("creating", d, e))?;
     }
     let mounted = mount(&backing, &mnt)?;
-    let figures = write_file(&mnt.join("bench.dat"), mib);
+    let figures = write_file(&mnt.join("bench.dat"), mib, true);
     let _ = fs::remove_file(mnt.join("bench.dat"));
     let unmounted = unmount(&mnt);
     let _ = mounted.thread.join();
@@ -94,5 +103,6 @@ pub fn bench(dir: &Path, mib: u64) -> Result<BenchResult, DiskfsError> {
         mib,
         direct,
         mounted: figures?,
+        direct_nosync,
     })
 }

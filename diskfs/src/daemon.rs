@@ -119,6 +119,13 @@ pub(crate) fn mount(backing: &Path, mount: &Path) -> Result<Mounted, DiskfsError
 /// root takes the mount point's owner and mode (if it existed), else root 0755.
 pub fn prepare_dirs(backing: &Path, mount: &Path) -> Result<(), DiskfsError> {
     let mount_meta = fs::metadata(mount).ok();
+    if mount_meta.as_ref().is_some_and(|m| !m.is_dir()) {
+        return Err(DiskfsError::io(
+            "mount point",
+            mount,
+            std::io::Error::from_raw_os_error(libc::ENOTDIR),
+        ));
+    }
     if mount_meta.is_none() {
         fs::create_dir_all(mount).map_err(|e| DiskfsError::io("creating mount point", mount, e))?;
     }

@@ -222,7 +222,17 @@ fn main() -> ExitCode {
                     r.mib,
                     r.mounted.elapsed.as_secs_f64()
                 );
+                println!(
+                    "direct, no fsync: {:8.1} MiB/s ({} MiB in {:.2} s)",
+                    r.direct_nosync.mib_per_s,
+                    r.mib,
+                    r.direct_nosync.elapsed.as_secs_f64()
+                );
                 println!("ratio (mounted/direct): {:.3}", r.ratio());
+                println!(
+                    "ratio (mounted/direct without fsync): {:.3}",
+                    r.mounted.mib_per_s / r.direct_nosync.mib_per_s
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -712,3 +712,61 @@ fn bad_arguments_are_refused_with_exit_2() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_mount_point_that_is_not_a_directory_is_the_filesystems_own_failure() {
+    if !fuse_or_skip() {
+        return;
+    }
+    let dirs = Dirs::new("refused");
+    // The mount point is a regular file (FUSE would mount over it: refused first).
+    fs::write(&dirs.mount, b"not a directory").expect("write");
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg("--backing")
+        .arg(&dirs.backing)
+        .arg("--mount")
+        .arg(&dirs.mount)
+        .arg("--socket")
+        .arg(&dirs.socket)
+        .args(["--", "true"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(86), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("gauntlet-diskfs: FAILED: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_prints_both_sides_and_the_ratio() {
+    if !fuse_or_skip() {
+        return;
+    }
+    let dirs = Dirs::new("bench");
+    let out = Command::new(BIN)
+        .arg("bench")
+        .arg("--dir")
+        .arg(&dirs.root)
+        .args(["--mb", "1"])
+        .output()
+        .expect("bench");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in ["direct:", "mounted:", "fsyncs/s", "ratio (mounted/direct):"] {
+        assert!(text.contains(want), "{want} missing in {text}");
+    }
+    let left: Vec<_> = fs::read_dir(&dirs.root)
+        .expect("read_dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "bench leaves nothing behind: {left:?}");
+}
