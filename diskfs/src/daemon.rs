@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader, Read as _, Write as _};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -292,7 +292,15 @@ impl Daemon {
         match self.fault(&req, peer) {
             Ok(report) => {
                 reply(&Reply::Report(report));
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                // The daemon's exit may end the whole container: let the client
+                // exit first, so whoever ran it (docker exec) sees its code.
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut sink = [0u8; 64];
+                while matches!((&stream).read(&mut sink), Ok(n) if n > 0) {}
+                if let Some(pid) = peer {
+                    faults::wait_gone(pid, Duration::from_secs(5));
+                }
                 let _ = unmount(&self.opts.mount);
                 let _ = fs::remove_file(&self.opts.socket);
                 std::process::exit(EXIT_FAULT);

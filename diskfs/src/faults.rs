@@ -141,6 +141,18 @@ pub fn kill_and_wait(pids: &[i32], group: Option<i32>, deadline: Duration) -> Ve
     left
 }
 
+/// Waits until `pid` has left `/proc` (exited and reaped), up to `deadline`.
+pub fn wait_gone(pid: i32, deadline: Duration) -> bool {
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        if start.elapsed() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
 /// How a fault settles the pending writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
