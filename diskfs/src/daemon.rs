@@ -10,7 +10,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -36,9 +36,18 @@ pub struct RunOptions {
 /// The mount point a failure unmounts (set once mounted).
 static MOUNTED: OnceLock<PathBuf> = OnceLock::new();
 
-/// Prints the failure line, unmounts if mounted, exits 86.
+/// The supervised child's process group (0 until it runs).
+static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Prints the failure line, kills the child's group (it cannot go on without
+/// its filesystem), unmounts if mounted, exits 86.
 pub fn fail(reason: &str) -> ! {
     eprintln!("{FAILED_PREFIX}{reason}");
+    let group = CHILD_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        // SAFETY: kill(2) with a negative pid signals the group.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
     if let Some(m) = MOUNTED.get() {
         let _ = unmount(m);
     }
@@ -380,6 +389,7 @@ pub fn run(opts: RunOptions) -> Result<i32, DiskfsError> {
         }
     };
     let child_pid = child.id() as i32;
+    CHILD_GROUP.store(child_pid, Ordering::SeqCst);
     let daemon = Arc::new(Daemon {
         opts: RunOptions {
             mount: mount_point.clone(),

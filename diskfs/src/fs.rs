@@ -319,6 +319,8 @@ impl State {
                     .write_all_at(&w.data, w.offset)
                     .map_err(Errno::from)?;
             }
+            // A node the kernel has forgotten was kept only for its data.
+            self.forget(ino, 0);
         }
         Ok(())
     }

@@ -198,6 +198,14 @@ impl Drop for Daemon<'_> {
             .arg(&self.dirs.mount)
             .output();
         if let Some(mut c) = self.child.take() {
+            // The daemon's child runs in its own process group: end it too.
+            let daemon = c.id() as i32;
+            for p in gauntlet_diskfs::faults::processes() {
+                if p.ppid == daemon && p.pgrp == p.pid {
+                    // SAFETY: signalling the group of a child of our daemon.
+                    unsafe { libc::kill(-p.pgrp, libc::SIGKILL) };
+                }
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -330,9 +338,42 @@ fn reads_serve_pending_writes_and_the_size_includes_them() {
     want.push(b'x');
     assert_eq!(buf, want);
     drop(f);
+    // O_APPEND: the kernel puts each write at the size the mount serves.
+    for part in [&b"one"[..], b"two"] {
+        let mut a = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.m("appended"))
+            .expect("open O_APPEND");
+        a.write_all(part).expect("append");
+    }
+    assert_eq!(read(&d.m("appended")), b"onetwo");
     let r = d.fault(&["crash"]);
-    assert_eq!(r.kept_bytes, 1);
+    assert_eq!(r.kept_bytes, 1 + 6);
     assert_eq!(read(&d.b("sparse")), want);
+    assert_eq!(read(&d.b("appended")), b"onetwo");
+}
+
+#[test]
+fn a_new_backing_root_takes_the_mount_points_owner_and_mode() {
+    if !fuse_or_skip() {
+        return;
+    }
+    let dirs = Dirs::new("rootmode");
+    fs::create_dir(&dirs.mount).expect("mkdir");
+    fs::set_permissions(&dirs.mount, fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::os::unix::fs::chown(&dirs.mount, Some(100), Some(102)).expect("chown");
+    let d = Daemon::start(&dirs, &["sleep", "1000"]);
+    let b = fs::metadata(&dirs.backing).expect("stat backing");
+    assert_eq!((b.uid(), b.gid(), b.mode() & 0o7777), (100, 102, 0o700));
+    // The mount's root is the backing root.
+    let m = fs::metadata(&dirs.mount).expect("stat mount");
+    assert_eq!((m.uid(), m.gid(), m.mode() & 0o7777), (100, 102, 0o700));
+    drop(d);
+    let fresh = Dirs::new("rootmode-fresh");
+    let _d = Daemon::start(&fresh, &["sleep", "1000"]);
+    let b = fs::metadata(&fresh.backing).expect("stat backing");
+    assert_eq!((b.uid(), b.gid(), b.mode() & 0o7777), (0, 0, 0o755));
 }
 
 #[test]
