@@ -381,6 +381,133 @@ mod tests {
         assert_eq!(parse_stat("garbage"), None);
     }
 
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "gauntlet-diskfs-unit-{name}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).expect("scratch dir");
+        d
+    }
+
+    fn taken(dir: &Path, rel: &str, writes: &[(u64, &[u8])], seq: u64) -> TakenFile {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(dir.join(rel))
+            .expect("scratch file");
+        let mut log = crate::log::PendingLog::default();
+        for (o, d) in writes {
+            log.push(*o, d);
+        }
+        TakenFile {
+            path: rel.into(),
+            pending: crate::fs::Pending {
+                log,
+                file,
+                last_seq: seq,
+                last_write: std::time::SystemTime::now(),
+            },
+        }
+    }
+
+    fn empty_report() -> Report {
+        Report {
+            fault: "t".into(),
+            killed: Vec::new(),
+            pending_files: 0,
+            pending_bytes: 0,
+            dropped_bytes: 0,
+            kept_bytes: 0,
+            files: Vec::new(),
+            changes: Vec::new(),
+            seed: None,
+        }
+    }
+
+    #[test]
+    fn settle_counts_what_it_keeps_and_drops() {
+        let dir = scratch("settle");
+        let files = |dir: &Path| {
+            vec![
+                taken(dir, "b", &[(0, b"hello"), (5, b" world")], 2),
+                taken(dir, "a", &[(0, b"xx"), (10, b"yy"), (20, b"zz")], 1),
+            ]
+        };
+        let mut keep = empty_report();
+        settle(files(&dir), Settle::Keep, &mut keep).expect("keep");
+        assert_eq!(
+            (
+                keep.pending_files,
+                keep.pending_bytes,
+                keep.kept_bytes,
+                keep.dropped_bytes
+            ),
+            (2, 17, 17, 0)
+        );
+        assert_eq!(keep.files[0].path, "a", "by path");
+        assert_eq!((keep.files[0].writes, keep.files[0].writes_kept), (3, 3));
+        assert_eq!(
+            (keep.files[1].writes, keep.files[1].writes_kept),
+            (1, 1),
+            "appends merge"
+        );
+        assert_eq!(fs::read(dir.join("b")).expect("b"), b"hello world");
+        assert_eq!(fs::read(dir.join("a")).expect("a").len(), 22);
+
+        let mut drop = empty_report();
+        settle(files(&dir), Settle::Drop, &mut drop).expect("drop");
+        assert_eq!((drop.kept_bytes, drop.dropped_bytes), (0, 17));
+        assert_eq!(drop.files[1].dropped_bytes, 11);
+        assert_eq!(fs::read(dir.join("b")).expect("b"), b"");
+
+        let mut torn = empty_report();
+        settle(files(&dir), Settle::Torn(5), &mut torn).expect("torn");
+        assert_eq!(torn.kept_bytes + torn.dropped_bytes, 17);
+        for f in &torn.files {
+            assert!(f.kept_bytes < f.pending_bytes, "{f:?}");
+            assert_eq!(f.kept_bytes + f.dropped_bytes, f.pending_bytes);
+        }
+        let b = fs::read(dir.join("b")).expect("b");
+        assert_eq!(b.len() as u64, torn.files[1].kept_bytes);
+        assert!(b"hello world".starts_with(&b));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bitflip_truncate_and_wipe_on_a_directory() {
+        let dir = scratch("corrupt");
+        fs::create_dir_all(dir.join("d/e")).expect("mkdir");
+        fs::write(dir.join("d/e/1.blk"), [0u8; 64]).expect("write");
+        fs::write(dir.join("d/0.blk"), [0u8; 0]).expect("write");
+        fs::write(dir.join("x.txt"), [0u8; 64]).expect("write");
+        let flips = bitflip(&dir, &["**/*.blk".into()], 10, 9).expect("bitflip");
+        assert_eq!(flips.len(), 10);
+        let after = fs::read(dir.join("d/e/1.blk")).expect("read");
+        assert_eq!(after.iter().map(|b| b.count_ones()).sum::<u32>(), 10);
+        assert_eq!(fs::read(dir.join("x.txt")).expect("read"), [0u8; 64]);
+        // More bits than the files hold: every bit once.
+        fs::write(dir.join("d/e/1.blk"), [0u8; 1]).expect("write");
+        assert_eq!(
+            bitflip(&dir, &["**/*.blk".into()], 100, 1)
+                .expect("bitflip")
+                .len(),
+            8
+        );
+        assert!(bitflip(&dir, &["none".into()], 3, 1)
+            .expect("bitflip")
+            .is_empty());
+        let cut = truncate_newest(&dir, &["**".into()], 4).expect("cut");
+        assert_eq!(cut.len(), 1);
+        let removed = wipe(&dir).expect("wipe");
+        assert_eq!(removed.len(), 3);
+        assert_eq!(fs::read_dir(&dir).expect("read_dir").count(), 0);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     fn p(pid: i32, ppid: i32, pgrp: i32) -> ProcStat {
         ProcStat {
             pid,

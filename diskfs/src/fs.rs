@@ -48,8 +48,10 @@ enum Handle {
         file: File,
         sync: bool,
     },
+    /// `read`: a readdir has been served (offset 0 again is a rewind).
     Dir {
         entries: Vec<(OsString, FileType, u64)>,
+        read: bool,
     },
 }
 
@@ -663,6 +665,15 @@ impl State {
     }
 
     fn opendir(&mut self, ino: u64) -> Res<u64> {
+        let entries = self.dir_entries(ino)?;
+        Ok(self.new_handle(Handle::Dir {
+            entries,
+            read: false,
+        }))
+    }
+
+    /// The directory's entries as the backing directory has them now.
+    fn dir_entries(&self, ino: u64) -> Res<Vec<(OsString, FileType, u64)>> {
         let full = self.full(&self.rel(ino)?);
         let mut entries = vec![
             (OsString::from("."), FileType::Directory, ino),
@@ -678,7 +689,7 @@ impl State {
             use std::os::unix::fs::DirEntryExt;
             entries.push((e.file_name(), kind, e.ino()));
         }
-        Ok(self.new_handle(Handle::Dir { entries }))
+        Ok(entries)
     }
 }
 
@@ -967,15 +978,32 @@ impl Filesystem for DiskFs {
     fn readdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let st = self.lock();
-        let Some(Handle::Dir { entries }) = st.handles.get(&fh.0) else {
+        let mut st = self.lock();
+        let rewound = matches!(st.handles.get(&fh.0), Some(Handle::Dir { read: true, .. }));
+        if offset == 0 && rewound {
+            // A rewound directory stream reads the directory again.
+            match st.dir_entries(ino.0) {
+                Ok(entries) => {
+                    st.handles.insert(
+                        fh.0,
+                        Handle::Dir {
+                            entries,
+                            read: false,
+                        },
+                    );
+                }
+                Err(e) => return reply.error(e),
+            }
+        }
+        let Some(Handle::Dir { entries, read }) = st.handles.get_mut(&fh.0) else {
             return reply.error(Errno::EBADF);
         };
+        *read = true;
         for (i, (name, kind, ino)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
                 break;

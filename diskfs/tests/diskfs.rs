@@ -508,6 +508,13 @@ fn crash_keeps_everything() {
     fs::create_dir_all(d.m("a/b")).expect("mkdir");
     fs::write(d.m("a/b/f"), b"kept by a crash").expect("write");
     fs::write(d.m("g"), b"too").expect("write");
+    let mut names: Vec<String> = fs::read_dir(d.m(""))
+        .expect("readdir through the mount")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "g"]);
     let r = d.fault(&["crash"]);
     assert_eq!(r.fault, "crash");
     assert_eq!((r.pending_files, r.kept_bytes, r.dropped_bytes), (2, 18, 0));
