@@ -19,7 +19,7 @@ pub const IN_NODE: &str = "/gauntlet/diskfs";
 pub const BACKING: &str = "/gauntlet-disk";
 /// The line the filesystem prints, on stderr, when it fails itself: a harness
 /// failure, never a finding about the broker.
-pub const FAILED: &str = "gauntlet-diskfs: FAILED: ";
+pub const FAILED: &str = gauntlet_diskfs::FAILED_PREFIX;
 
 /// The filesystem's binary: `$GAUNTLET_DISKFS`, else `gauntlet-diskfs` in the
 /// folder of the running executable or its parent (a test binary lives in
