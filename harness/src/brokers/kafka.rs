@@ -320,6 +320,7 @@ mod tests {
             flavour: image.flavour,
             secret: String::new(),
             image: image.name,
+            durability: Durability::default(),
             storage: Some(STORAGE_NODE.into()),
         }
     }

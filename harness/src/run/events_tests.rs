@@ -69,8 +69,9 @@ async fn a_run_on_the_fake_backend_sends_its_phases_in_order() {
             events[1],
             RunEvent::Deploying {
                 broker: BrokerKind::Redis,
-                nodes: 1
-            }
+                nodes: 1,
+                ref settings,
+            } if settings.is_empty()
         ),
         "{events:?}"
     );

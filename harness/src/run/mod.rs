@@ -265,6 +265,10 @@ async fn deploy_and_run(
     }
     let started = Instant::now();
     let n_nodes = spec.node_count();
+    // `[redis]` and `[nats]`: refused on another broker, and replicas beyond the
+    // nodes; the backend refuses what its recipe cannot apply.
+    scenario.check_settings(n_nodes)?;
+    spec.durability = scenario.durability()?;
     let kinds = fault_kinds(scenario)?;
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let proxy = if needs_proxy(&kinds) {
@@ -279,6 +283,7 @@ async fn deploy_and_run(
     events.send(RunEvent::Deploying {
         broker: kind,
         nodes: n_nodes,
+        settings: scenario.settings_line(),
     });
     let deployment = backend.launch(spec).await?;
     events.send(RunEvent::DeploymentReady {

@@ -104,6 +104,7 @@ impl DockerDeployment {
             secret,
             image: spec.image.name.clone(),
             storage: None,
+            durability: spec.durability,
         };
         let mut ctx = ctx;
         if recipe.storage(&ctx).is_some() {
@@ -116,6 +117,7 @@ impl DockerDeployment {
                 asked: n,
             });
         }
+        spec.check_durability()?;
         ensure_image(docker, &spec).await?;
         let mut dep = DockerDeployment {
             docker: docker.clone(),

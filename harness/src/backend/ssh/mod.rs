@@ -484,6 +484,14 @@ impl Backend for SshBackend {
                 spec.broker, self.inventory.broker
             )));
         }
+        if !spec.durability.is_default() {
+            // The hosts run the broker as installed: its configuration is theirs.
+            return Err(HarnessError::Scenario(format!(
+                "[redis] and [nats] durability settings are applied by the recipe's command \
+                 line in a container; the SSH backend runs {} as its hosts have it configured",
+                spec.broker
+            )));
+        }
         if let Some(n) = spec.nodes {
             if n != self.inventory.hosts.len() {
                 return Err(HarnessError::Scenario(format!(
