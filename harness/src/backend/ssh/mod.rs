@@ -674,6 +674,15 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("2 hosts"), "{e}");
+        let mut everysec = crate::broker::Durability::default();
+        everysec.redis.appendfsync = crate::broker::AppendFsync::Everysec;
+        let e = b
+            .launch(ClusterSpec::new(BrokerKind::Redis).durability(everysec))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("[redis] and [nats]"), "{e}");
         let install = Inventory::parse(
             "[[host]]\naddress = \"h\"\n[broker]\nkind = \"redis\"\nmode = \"install\"\n",
         )
