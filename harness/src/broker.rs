@@ -210,6 +210,9 @@ pub struct ClusterContext {
     /// The hostname of the deployment's storage node, when its recipe has one
     /// ([`Recipe::storage`]).
     pub storage: Option<String>,
+    /// When an acknowledged write reaches the disk (the scenario's `[redis]` and
+    /// `[nats]` tables); the default is what every recipe did before they existed.
+    pub durability: Durability,
 }
 
 impl ClusterContext {
@@ -224,6 +227,7 @@ impl ClusterContext {
             secret: String::new(),
             image: image.to_string(),
             storage: None,
+            durability: Durability::default(),
         }
     }
 
@@ -245,6 +249,120 @@ impl ClusterContext {
             .and_then(|m| m.get(port))
             .or_else(|| self.host_endpoints.get(index).and_then(|m| m.get(port)))
             .cloned()
+    }
+}
+
+/// The settings that decide when a broker's acknowledged write is on the disk,
+/// as a recipe applies them (the scenario's `[redis]` and `[nats]` tables,
+/// docs/brokers.md "Durability settings"). The default is each recipe's setting
+/// from before these settings existed, so a scenario without the tables deploys
+/// what it always did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Durability {
+    /// Redis's append-only file (`--appendonly`, `--appendfsync`).
+    pub redis: RedisDurability,
+    /// NATS JetStream's `sync_interval`; `None`: the server's default (2 minutes).
+    pub nats_sync: Option<SyncInterval>,
+}
+
+impl Durability {
+    /// Every setting as the recipes had it before the settings existed.
+    pub fn is_default(&self) -> bool {
+        *self == Durability::default()
+    }
+}
+
+/// Redis's append-only file: whether there is one and when it is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RedisDurability {
+    /// `appendonly yes` (true) or `no`.
+    pub appendonly: bool,
+    /// `appendfsync`.
+    pub appendfsync: AppendFsync,
+}
+
+impl Default for RedisDurability {
+    /// `appendonly yes`, `appendfsync always`: the recipe's setting.
+    fn default() -> Self {
+        RedisDurability {
+            appendonly: true,
+            appendfsync: AppendFsync::Always,
+        }
+    }
+}
+
+/// Redis `appendfsync`: when the append-only file is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppendFsync {
+    /// After every write, before the reply (the recipe's default).
+    #[default]
+    Always,
+    /// Once a second, in the background: a power loss loses up to a second of writes.
+    Everysec,
+    /// Never by Redis: the kernel writes the page cache back when it likes.
+    No,
+}
+
+impl AppendFsync {
+    /// Every value, safest first.
+    pub const ALL: [AppendFsync; 3] = [AppendFsync::Always, AppendFsync::Everysec, AppendFsync::No];
+
+    /// The value as Redis spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppendFsync::Always => "always",
+            AppendFsync::Everysec => "everysec",
+            AppendFsync::No => "no",
+        }
+    }
+}
+
+/// One of Redis's names; anything else (a boolean too) is an error listing them.
+impl<'de> serde::Deserialize<'de> for AppendFsync {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl serde::de::Visitor<'_> for Names {
+            type Value = AppendFsync;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"always\", \"everysec\" or \"no\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<AppendFsync, E> {
+                AppendFsync::ALL
+                    .into_iter()
+                    .find(|a| a.name() == v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_any(Names)
+    }
+}
+
+/// NATS JetStream's `sync_interval` when it is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncInterval {
+    /// `always`: an fsync after every write.
+    Always,
+    /// An fsync of the stream's files at this interval (more than zero).
+    Every(Duration),
+}
+
+impl SyncInterval {
+    /// The value in nats-server's configuration file (Go's duration syntax).
+    pub fn config_value(self) -> String {
+        match self {
+            SyncInterval::Always => "always".to_string(),
+            SyncInterval::Every(d) => {
+                let ns = d.as_nanos();
+                if ns % 1_000_000_000 == 0 {
+                    format!("{}s", ns / 1_000_000_000)
+                } else if ns % 1_000_000 == 0 {
+                    format!("{}ms", ns / 1_000_000)
+                } else {
+                    format!("{ns}ns")
+                }
+            }
+        }
     }
 }
 
@@ -298,6 +416,20 @@ pub trait Recipe: Send + Sync {
     /// differ overrides this); by default, what its flavour can.
     fn capabilities_in(&self, ctx: &ClusterContext) -> Capabilities {
         self.capabilities(ctx.flavour)
+    }
+    /// Refuses durability settings ([`ClusterContext::durability`]) this recipe
+    /// cannot apply to the deployment `ctx` plans, with the reason. By default
+    /// only the default settings are accepted: a recipe that applies a setting
+    /// overrides this.
+    fn check_durability(&self, ctx: &ClusterContext) -> Result<(), String> {
+        if ctx.durability.is_default() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} takes no durability settings ([redis] is Redis's, [nats] is NATS's)",
+                self.kind()
+            ))
+        }
     }
 }
 

@@ -32,12 +32,22 @@ use std::sync::Arc;
 
 /// The driver for a broker, talking to `addrs` (host:port of each node's client port).
 /// A `drain` driver takes over everything other consumers left unacknowledged at once.
+/// `replicas`: the replicas of the stream its `setup` creates, where the broker
+/// has them (NATS JetStream, 1 to 5 and at most the nodes); `None`, the driver's
+/// default. Given to another broker, it is refused.
 pub fn driver_for(
     broker: BrokerKind,
     addrs: &[String],
     settings: Resolved,
     drain: bool,
+    replicas: Option<usize>,
 ) -> Result<Arc<dyn Driver>, ClientError> {
+    if let (Some(r), false) = (replicas, broker == BrokerKind::Nats) {
+        return Err(ClientError::Unsupported {
+            broker: broker.name(),
+            what: format!("setting a stream's replicas ({r})"),
+        });
+    }
     let first = addrs.first().cloned().unwrap_or_default();
     match broker {
         BrokerKind::Redis => {
@@ -48,7 +58,9 @@ pub fn driver_for(
             Ok(Arc::new(d))
         }
         BrokerKind::RabbitMq => Ok(Arc::new(drivers::rabbitmq::RabbitMq::new(addrs, settings))),
-        BrokerKind::Nats => Ok(Arc::new(drivers::nats::Nats::new(addrs, settings, drain))),
+        BrokerKind::Nats => Ok(Arc::new(
+            drivers::nats::Nats::new(addrs, settings, drain).with_replicas(replicas)?,
+        )),
         BrokerKind::Kafka => Ok(Arc::new(drivers::kafka::Kafka::new(
             addrs, settings, drain,
         )?)),

@@ -314,9 +314,18 @@ pub enum Line {
 /// The text of a run event on the terminal; `None` for events it does not show.
 pub fn event_line(e: &RunEvent) -> Option<Line> {
     Some(match e {
-        RunEvent::Deploying { broker, nodes } => {
-            Line::Run(format!("deploying {broker} ({nodes} node(s))..."))
-        }
+        RunEvent::Deploying {
+            broker,
+            nodes,
+            settings,
+        } => Line::Run(if settings.is_empty() {
+            format!("deploying {broker} ({nodes} node(s))...")
+        } else {
+            format!(
+                "deploying {broker} ({nodes} node(s); {})...",
+                settings.join(", ")
+            )
+        }),
         RunEvent::ImageBuild { line } => Line::Bare(format!("[images] {line}")),
         RunEvent::DeploymentReady { broker, after } => {
             Line::Run(format!("{broker} ready after {:.1}s", after.as_secs_f64()))
@@ -541,9 +550,20 @@ mod tests {
         assert_eq!(
             run(RunEvent::Deploying {
                 broker: BrokerKind::Redis,
-                nodes: 3
+                nodes: 3,
+                settings: Vec::new(),
             }),
             Some(Line::Run("deploying redis (3 node(s))...".into()))
+        );
+        assert_eq!(
+            run(RunEvent::Deploying {
+                broker: BrokerKind::Redis,
+                nodes: 3,
+                settings: vec!["appendonly=no".into(), "appendfsync=everysec".into()],
+            }),
+            Some(Line::Run(
+                "deploying redis (3 node(s); appendonly=no, appendfsync=everysec)...".into()
+            ))
         );
         assert_eq!(
             run(RunEvent::DeploymentReady {

@@ -142,8 +142,14 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
         if let Some(slot) = args.log {
             return run_log(&args, slot, &settings).await;
         }
-        let driver =
-            gauntlet_workloads::driver_for(args.broker, &args.addrs, settings.clone(), args.drain)?;
+        // The stream exists (the harness created it); its replicas are the harness's.
+        let driver = gauntlet_workloads::driver_for(
+            args.broker,
+            &args.addrs,
+            settings.clone(),
+            args.drain,
+            None,
+        )?;
         let mut consumer =
             connect_consumer(&*driver, &args.group, args.process, Duration::from_secs(30)).await?;
         let (stop, stall) = watch_stdin();

@@ -47,7 +47,11 @@ processing-ms = 10
 fn d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always() {
     let t = Instant::now();
     let everysec = redis_power_loss("redis-power-everysec", "everysec");
-    report("D3 redis appendfsync everysec, power-loss of the primary", &everysec, t);
+    report(
+        "D3 redis appendfsync everysec, power-loss of the primary",
+        &everysec,
+        t,
+    );
     let reports = disk_reports(&everysec, "power-loss");
     assert_eq!(reports.len(), 1, "{reports:?}");
     let disk = &reports[0]["value"]["disk"];
@@ -57,24 +61,38 @@ fn d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always() 
         disk["dropped_bytes"].as_u64().unwrap_or(0) > 0,
         "a power loss with everysec drops unsynced AOF writes: {disk}"
     );
-    assert!(count(&everysec, "lost") > 0, "{}", everysec.verdict["anomalies"]);
+    assert!(
+        count(&everysec, "lost") > 0,
+        "{}",
+        everysec.verdict["anomalies"]
+    );
     assert_eq!(everysec.code, 1, "{}", everysec.verdict);
 
     let t = Instant::now();
     let always = redis_power_loss("redis-power-always", "always");
-    report("D3 redis appendfsync always, power-loss of the primary", &always, t);
+    report(
+        "D3 redis appendfsync always, power-loss of the primary",
+        &always,
+        t,
+    );
     let reports = disk_reports(&always, "power-loss");
     assert_eq!(reports.len(), 1, "{reports:?}");
-    eprintln!("always: the filesystem's report: {}", reports[0]["value"]["disk"]);
+    eprintln!(
+        "always: the filesystem's report: {}",
+        reports[0]["value"]["disk"]
+    );
     assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
     assert_eq!(always.code, 0, "{}", always.verdict);
     for r in [&everysec, &always] {
-        assert!(r.verdict["warnings"]
-            .as_array()
-            .is_none_or(|w| w.iter().all(|w| !w.to_string().contains("did not come back"))));
+        assert!(r.verdict["warnings"].as_array().is_none_or(|w| w
+            .iter()
+            .all(|w| !w.to_string().contains("did not come back"))));
         let html = std::fs::read_to_string(r.dir.join(gauntlet_report::folder::REPORT))
             .expect("report.html");
-        assert!(html.contains("What the disk faults did"), "the report shows the power loss");
+        assert!(
+            html.contains("What the disk faults did"),
+            "the report shows the power loss"
+        );
         no_leftovers(&r.dir);
     }
 }
@@ -89,7 +107,10 @@ fn kill_broker_on_a_mounted_node_keeps_unsynced_writes_power_loss_drops_them() {
     let name = "redis-mounted-kill";
     let schedule = schedule_file(
         name,
-        &[(6_000, 2_000, "kill-broker", "n1", 0), (10_000, 0, "power-loss", "n2", 0)],
+        &[
+            (6_000, 2_000, "kill-broker", "n1", 0),
+            (10_000, 0, "power-loss", "n2", 0),
+        ],
     );
     let toml = format!(
         r#"name = "{name}"
@@ -107,7 +128,11 @@ appendfsync = "no"
         schedule.display()
     );
     let r = run_scenario(name, &toml, &[]);
-    report("redis appendfsync no, kill-broker n1 then power-loss of replica n2", &r, t);
+    report(
+        "redis appendfsync no, kill-broker n1 then power-loss of replica n2",
+        &r,
+        t,
+    );
     let kills: Vec<Value> = nemesis_events(&r.dir)
         .into_iter()
         .filter(|e| e["f"] == "kill" && e["type"] == "info")
@@ -120,7 +145,10 @@ appendfsync = "no"
     assert_eq!(power.len(), 1, "{power:?}");
     assert_eq!(power[0]["value"]["node"], "n2");
     assert!(
-        power[0]["value"]["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0,
+        power[0]["value"]["disk"]["dropped_bytes"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
         "appendfsync no never syncs: the replica's power loss drops its AOF tail: {}",
         power[0]["value"]["disk"]
     );
@@ -176,13 +204,23 @@ processing-ms = 10
 fn nats_r3_power_loss_of_all_nodes_default_sync_and_always() {
     let t = Instant::now();
     let default = nats_power_loss_all("nats-power-all-default", None);
-    report("NATS R3 default sync_interval, power-loss of all 3 nodes", &default, t);
+    report(
+        "NATS R3 default sync_interval, power-loss of all 3 nodes",
+        &default,
+        t,
+    );
     let reports = disk_reports(&default, "power-loss");
     assert_eq!(reports.len(), 1, "{reports:?}");
-    let each = reports[0]["value"]["each"].as_array().cloned().unwrap_or_default();
+    let each = reports[0]["value"]["each"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(each.len(), 3, "{}", reports[0]);
     for e in &each {
-        eprintln!("default: {} dropped {} bytes", e["node"], e["disk"]["dropped_bytes"]);
+        eprintln!(
+            "default: {} dropped {} bytes",
+            e["node"], e["disk"]["dropped_bytes"]
+        );
         assert!(e["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0, "{e}");
     }
     eprintln!(
@@ -194,7 +232,11 @@ fn nats_r3_power_loss_of_all_nodes_default_sync_and_always() {
 
     let t = Instant::now();
     let always = nats_power_loss_all("nats-power-all-always", Some("always"));
-    report("NATS R3 sync_interval always, power-loss of all 3 nodes", &always, t);
+    report(
+        "NATS R3 sync_interval always, power-loss of all 3 nodes",
+        &always,
+        t,
+    );
     assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
     assert_eq!(always.code, 0, "{}", always.verdict);
     for r in [&default, &always] {
@@ -246,7 +288,10 @@ fn kafka_storage_power_loss_keeps_with_fsync_and_loses_without() {
     report("kafka storage fsync off, power-loss:storage", &off, t);
     let reports = disk_reports(&off, "power-loss");
     assert_eq!(reports.len(), 1, "{reports:?}");
-    eprintln!("fsync off: the filesystem's report: {}", reports[0]["value"]["disk"]);
+    eprintln!(
+        "fsync off: the filesystem's report: {}",
+        reports[0]["value"]["disk"]
+    );
     assert!(count(&off, "lost") > 0, "{}", off.verdict["anomalies"]);
     for r in [&on, &off] {
         no_leftovers(&r.dir);

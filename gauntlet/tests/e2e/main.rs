@@ -10,8 +10,8 @@
 //! add a module per scenario family.
 mod basics;
 mod clean;
-mod disk;
 mod common;
+mod disk;
 mod incomplete;
 mod log;
 mod matrix;

@@ -16,9 +16,9 @@ pub mod http;
 pub mod lab;
 pub mod ssh;
 
-use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, ImageRef};
+use crate::broker::{BrokerExt, BrokerKind, Capabilities, ClusterContext, Durability, ImageRef};
 use crate::deployment::Deployment;
-use crate::error::Result;
+use crate::error::{HarnessError, Result};
 use crate::RunId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -71,6 +71,11 @@ pub struct ClusterSpec {
     pub client_endpoints: Vec<BTreeMap<&'static str, (String, u16)>>,
     /// More environment for the storage node (`KEY=value`), where there is one.
     pub storage_env: Vec<String>,
+    /// When an acknowledged write reaches the disk (the scenario's `[redis]`
+    /// and `[nats]`); the recipes' own settings by default. A backend hands it
+    /// to the recipe in [`ClusterContext::durability`] and refuses what the
+    /// recipe cannot apply ([`ClusterSpec::check_durability`]).
+    pub durability: Durability,
     /// Where a build of a missing image tells what it does (nowhere by default).
     pub image_progress: crate::images::SharedProgress,
     /// Gauntlet's filesystem (the `gauntlet-diskfs` binary), mounted over the
@@ -92,6 +97,7 @@ impl ClusterSpec {
             build_missing_image: false,
             client_endpoints: Vec::new(),
             storage_env: Vec::new(),
+            durability: Durability::default(),
             image_progress: Default::default(),
             diskfs: None,
         }
@@ -100,16 +106,24 @@ impl ClusterSpec {
     /// What the image can do (the memory build of Kafka has one node and forgets
     /// on restart; the durable cluster does not).
     pub fn capabilities(&self) -> Capabilities {
-        let recipe = self.broker.recipe();
-        recipe.capabilities_in(&ClusterContext {
-            nodes: Vec::new(),
-            host_endpoints: Vec::new(),
-            client_endpoints: Vec::new(),
-            flavour: self.image.flavour,
-            secret: String::new(),
-            image: self.image.name.clone(),
-            storage: None,
-        })
+        self.broker.recipe().capabilities_in(&self.image_context())
+    }
+
+    /// Refuses durability settings the recipe cannot apply to this image (a
+    /// NATS `sync-interval` on the official image, Redis's settings on another
+    /// broker), naming the setting.
+    pub fn check_durability(&self) -> Result<()> {
+        self.broker
+            .recipe()
+            .check_durability(&self.image_context())
+            .map_err(HarnessError::Scenario)
+    }
+
+    /// A context with no nodes, for asking the recipe about the image and settings.
+    fn image_context(&self) -> ClusterContext {
+        let mut ctx = ClusterContext::for_image(self.image.flavour, &self.image.name);
+        ctx.durability = self.durability;
+        ctx
     }
 
     /// Whether the nodes of this spec can run Gauntlet's filesystem over their
@@ -148,6 +162,12 @@ impl ClusterSpec {
     /// The same spec with `n` broker nodes.
     pub fn nodes(mut self, n: usize) -> Self {
         self.nodes = Some(n);
+        self
+    }
+
+    /// The same spec with these durability settings.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
         self
     }
 

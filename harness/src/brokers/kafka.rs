@@ -331,6 +331,7 @@ mod tests {
             flavour: image.flavour,
             secret: String::new(),
             image: image.name,
+            durability: Durability::default(),
             storage: Some(STORAGE_NODE.into()),
         }
     }

@@ -1,5 +1,7 @@
 //! Redis: n1 is the primary, n2..nN start with `--replicaof n1 6379`. Append-only file
-//! with `appendfsync always`, so an acknowledged write survives a SIGKILL of its node.
+//! with `appendfsync always` by default, so an acknowledged write survives a SIGKILL
+//! of its node (and a power loss); the scenario's `[redis]` table changes both
+//! (`appendonly`, `appendfsync`: [`RedisDurability`]).
 use crate::broker::*;
 
 /// The Redis recipe: a primary (n1) and its replicas.
@@ -45,14 +47,17 @@ impl Recipe for Redis {
             "6379",
             "--dir",
             "/data",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
+        let aof = ctx.durability.redis;
+        cmd.extend([
+            "--appendonly".into(),
+            if aof.appendonly { "yes" } else { "no" }.into(),
+            "--appendfsync".into(),
+            aof.appendfsync.name().into(),
+        ]);
         if index > 0 {
             cmd.extend(["--replicaof".into(), ctx.nodes[0].clone(), "6379".into()]);
         }
@@ -97,6 +102,14 @@ impl Recipe for Redis {
         }
         probes
     }
+    fn check_durability(&self, ctx: &ClusterContext) -> Result<(), String> {
+        match ctx.durability.nats_sync {
+            None => Ok(()),
+            Some(_) => {
+                Err("[nats] sync-interval is NATS's setting, and the broker is redis".into())
+            }
+        }
+    }
     fn role_probe(&self, role: gauntlet_nemesis::Role) -> Option<RoleProbe> {
         match role {
             // The node that says it is the master (n1 unless someone promoted a replica).
@@ -111,5 +124,77 @@ impl Recipe for Redis {
             // Coordinators are Kafka's.
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(durability: Durability) -> ClusterContext {
+        let mut c = ClusterContext::for_image(Flavour::Gauntlet, "gauntlet/redis:7.0.15");
+        c.nodes = vec!["n1".into(), "n2".into()];
+        c.durability = durability;
+        c
+    }
+
+    fn line(plan: &NodePlan) -> String {
+        plan.cmd.join(" ")
+    }
+
+    #[test]
+    fn the_default_is_the_command_line_of_before_the_settings() {
+        let c = ctx(Durability::default());
+        assert_eq!(
+            line(&Redis.node(&c, 0)),
+            "redis-server --bind 0.0.0.0 --protected-mode no --port 6379 --dir /data \
+             --appendonly yes --appendfsync always"
+        );
+        assert_eq!(
+            line(&Redis.node(&c, 1)),
+            "redis-server --bind 0.0.0.0 --protected-mode no --port 6379 --dir /data \
+             --appendonly yes --appendfsync always --replicaof n1 6379"
+        );
+        assert_eq!(Redis.check_durability(&c), Ok(()));
+    }
+
+    #[test]
+    fn each_setting_reaches_every_nodes_command_line() {
+        for (appendonly, appendfsync, want) in [
+            (
+                true,
+                AppendFsync::Everysec,
+                "--appendonly yes --appendfsync everysec",
+            ),
+            (true, AppendFsync::No, "--appendonly yes --appendfsync no"),
+            (
+                false,
+                AppendFsync::Always,
+                "--appendonly no --appendfsync always",
+            ),
+        ] {
+            let c = ctx(Durability {
+                redis: RedisDurability {
+                    appendonly,
+                    appendfsync,
+                },
+                nats_sync: None,
+            });
+            for i in 0..2 {
+                let l = line(&Redis.node(&c, i));
+                assert!(l.contains(want), "{l}");
+                assert_eq!(l.matches("--appendfsync").count(), 1, "{l}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_nats_setting_is_refused() {
+        let c = ctx(Durability {
+            nats_sync: Some(SyncInterval::Always),
+            ..Durability::default()
+        });
+        let e = Redis.check_durability(&c).expect_err("refused");
+        assert!(e.contains("sync-interval"), "{e}");
     }
 }

@@ -26,6 +26,10 @@ pub enum RunEvent {
         broker: BrokerKind,
         /// How many broker nodes.
         nodes: usize,
+        /// The durability settings that differ from the default, `key=value`
+        /// each (`appendfsync=everysec`, `sync_interval=always`, `fsync=off`);
+        /// empty when all are the default ([`super::scenario::Scenario::settings_line`]).
+        settings: Vec<String>,
     },
     /// A line of the build of an image the deployment needs and did not find.
     ImageBuild {

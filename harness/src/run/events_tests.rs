@@ -69,8 +69,9 @@ async fn a_run_on_the_fake_backend_sends_its_phases_in_order() {
             events[1],
             RunEvent::Deploying {
                 broker: BrokerKind::Redis,
-                nodes: 1
-            }
+                nodes: 1,
+                ref settings,
+            } if settings.is_empty()
         ),
         "{events:?}"
     );
@@ -286,5 +287,71 @@ async fn ctrl_c_before_anything_was_recorded_is_an_error_without_a_verdict() {
         backend.removed.lock().map(|r| r.len()).unwrap_or_default(),
         1
     );
+    let _ = std::fs::remove_dir_all(&results);
+}
+
+#[tokio::test]
+async fn durability_settings_are_on_the_deploying_line_and_bad_replicas_are_refused_before_it() {
+    // [redis] appendfsync everysec: the launch is asked for, and the line says so.
+    let results = temp("events-durability");
+    let backend = Arc::new(FakeBackend::default());
+    let mut s = Scenario {
+        name: "durability".into(),
+        nodes: Some(1),
+        results: results.clone(),
+        nemesis: vec![gauntlet_nemesis::FaultKind::Partition],
+        ..Scenario::default_scenario()
+    };
+    s.redis.appendfsync = crate::broker::AppendFsync::Everysec;
+    let (sink, seen) = EventSink::collect();
+    let e = run_with_backend(
+        backend.clone(),
+        Instant::now(),
+        &s,
+        Path::new("/nonexistent/gauntlet"),
+        sink,
+        RunOptions::default(),
+    )
+    .await
+    .expect_err("the partition is refused after the launch");
+    assert!(e.to_string().contains("needs at least two nodes"), "{e}");
+    let events = seen.lock().map(|v| v.clone()).unwrap_or_default();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            RunEvent::Deploying { settings, .. } if settings == &["appendfsync=everysec"]
+        )),
+        "{events:?}"
+    );
+    assert!(
+        backend.calls()[0].starts_with("launch redis x1"),
+        "{:?}",
+        backend.calls()
+    );
+
+    // [nats] replicas = 5 on 3 nodes: refused before the launch, naming both numbers.
+    let backend = Arc::new(FakeBackend::default());
+    let mut n = Scenario {
+        broker: BrokerKind::Nats,
+        nodes: Some(3),
+        nemesis: vec![],
+        ..s.clone()
+    };
+    n.redis = Default::default();
+    n.nats.replicas = Some(5);
+    let (sink, seen) = EventSink::collect();
+    let e = run_with_backend(
+        backend.clone(),
+        Instant::now(),
+        &n,
+        Path::new("/nonexistent/gauntlet"),
+        sink,
+        RunOptions::default(),
+    )
+    .await
+    .expect_err("5 replicas on 3 nodes");
+    assert!(e.to_string().contains("replicas = 5 on 3 node(s)"), "{e}");
+    assert!(backend.calls().is_empty(), "{:?}", backend.calls());
+    assert!(!names(&seen).contains(&"Deploying".to_string()));
     let _ = std::fs::remove_dir_all(&results);
 }

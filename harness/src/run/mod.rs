@@ -265,6 +265,10 @@ async fn deploy_and_run(
     }
     let started = Instant::now();
     let n_nodes = spec.node_count();
+    // `[redis]` and `[nats]`: refused on another broker, and replicas beyond the
+    // nodes; the backend refuses what its recipe cannot apply.
+    scenario.check_settings(n_nodes)?;
+    spec.durability = scenario.durability()?;
     let kinds = fault_kinds(scenario)?;
     if let Some(disk) = kinds.iter().find(|k| k.needs().disk) {
         // Refused before anything starts: the backend, the image and the
@@ -287,6 +291,7 @@ async fn deploy_and_run(
     events.send(RunEvent::Deploying {
         broker: kind,
         nodes: n_nodes,
+        settings: scenario.settings_line(),
     });
     let deployment = backend.launch(spec).await?;
     events.send(RunEvent::DeploymentReady {

@@ -51,8 +51,14 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
                 .map_err(|e| HarnessError::Worker(e.to_string()))?,
         )
     } else {
-        gauntlet_workloads::driver_for(kind, &addrs, settings.clone(), false)
-            .map_err(|e| HarnessError::Worker(e.to_string()))?
+        gauntlet_workloads::driver_for(
+            kind,
+            &addrs,
+            settings.clone(),
+            false,
+            scenario.nats.replicas,
+        )
+        .map_err(|e| HarnessError::Worker(e.to_string()))?
     };
     let groups = scenario.queue.groups.clone();
     driver

@@ -1,5 +1,5 @@
 //! The scenario file: what to deploy, what to run against it, what it should guarantee.
-use crate::broker::BrokerKind;
+use crate::broker::{AppendFsync, BrokerKind, Durability, RedisDurability, SyncInterval};
 use crate::error::HarnessError;
 use gauntlet_checkers::Guarantee;
 use gauntlet_nemesis::FaultKind;
@@ -68,6 +68,12 @@ pub struct Scenario {
     /// cluster's PostgreSQL).
     #[serde(default, skip_serializing_if = "StorageConfig::is_default")]
     pub storage: StorageConfig,
+    /// The `[redis]` table: Redis's append-only file (`appendonly`, `appendfsync`).
+    #[serde(default, skip_serializing_if = "RedisConfig::is_default")]
+    pub redis: RedisConfig,
+    /// The `[nats]` table: JetStream's `sync-interval` and the stream's `replicas`.
+    #[serde(default, skip_serializing_if = "NatsConfig::is_default")]
+    pub nats: NatsConfig,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
@@ -140,6 +146,128 @@ impl StorageConfig {
     }
 }
 
+/// `[redis]` of a scenario: Redis's append-only file. The default is the
+/// recipe's setting from before the table existed (`appendonly yes`,
+/// `appendfsync always`); a scenario with it set to the default is written
+/// without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `appendonly`: `"yes"` or `"no"` (`true` and `false` are taken too).
+    #[serde(default = "yes", with = "yes_no")]
+    pub appendonly: bool,
+    /// `appendfsync`: `"always"`, `"everysec"` or `"no"`.
+    #[serde(default)]
+    pub appendfsync: AppendFsync,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        let d = RedisDurability::default();
+        RedisConfig {
+            appendonly: d.appendonly,
+            appendfsync: d.appendfsync,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// The recipe's setting, as when the scenario has no `[redis]`.
+    pub fn is_default(&self) -> bool {
+        *self == RedisConfig::default()
+    }
+}
+
+/// `appendonly` as Redis spells it (`"yes"`, `"no"`), or a TOML boolean.
+mod yes_no {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &bool, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(if *v { "yes" } else { "no" })
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        struct YesNo;
+        impl Visitor<'_> for YesNo {
+            type Value = bool;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"yes\" or \"no\"")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+                Ok(v)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+                match v {
+                    "yes" => Ok(true),
+                    "no" => Ok(false),
+                    _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(YesNo)
+    }
+}
+
+/// The most replicas a JetStream stream can have.
+pub const MAX_NATS_REPLICAS: usize = 5;
+
+/// `[nats]` of a scenario: JetStream's sync interval and the stream's replicas.
+/// Both absent by default: the server's sync interval (2 minutes) and
+/// `min(3, nodes)` replicas, as before the table existed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct NatsConfig {
+    /// `sync_interval`: `"always"` (an fsync after every write) or a duration
+    /// (`"10s"`, `"2m"`); absent: the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_interval: Option<String>,
+    /// The stream's replicas, 1 to 5 and at most the nodes; absent: `min(3, nodes)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<usize>,
+}
+
+impl NatsConfig {
+    /// Neither setting given.
+    pub fn is_default(&self) -> bool {
+        *self == NatsConfig::default()
+    }
+
+    /// `sync-interval`, parsed; `None` when absent. A value that is neither
+    /// `always` nor a duration above zero is an error naming the key.
+    pub fn sync(&self) -> Result<Option<SyncInterval>, HarnessError> {
+        let Some(v) = &self.sync_interval else {
+            return Ok(None);
+        };
+        if v.trim() == "always" {
+            return Ok(Some(SyncInterval::Always));
+        }
+        match parse_duration(v) {
+            Ok(d) if !d.is_zero() => Ok(Some(SyncInterval::Every(d))),
+            _ => Err(HarnessError::Scenario(format!(
+                "[nats] sync-interval = {v:?}: expected \"always\" or a duration above zero \
+                 (e.g. \"10s\", \"2m\", \"500ms\")"
+            ))),
+        }
+    }
+
+    /// `replicas` against the deployment's `nodes`: 1 to [`MAX_NATS_REPLICAS`]
+    /// and at most `nodes`, or an error naming both numbers.
+    pub fn check_replicas(&self, nodes: usize) -> Result<(), HarnessError> {
+        match self.replicas {
+            None => Ok(()),
+            Some(r) if r == 0 || r > MAX_NATS_REPLICAS => Err(HarnessError::Scenario(format!(
+                "[nats] replicas = {r}: a JetStream stream has 1 to {MAX_NATS_REPLICAS} replicas"
+            ))),
+            Some(r) if r > nodes => Err(HarnessError::Scenario(format!(
+                "[nats] replicas = {r} on {nodes} node(s): a stream has at most one replica \
+                 per node"
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
 /// The faults of the default scenario, chosen for Redis Streams at-least-once.
 pub const DEFAULT_FAULTS: [&str; 2] = ["kill-consumer:before-ack", "restart-broker:mid-batch"];
 /// The default scenario's seed: with [`DEFAULT_FAULTS`], 20 s and faults every 5 s
@@ -176,13 +304,65 @@ impl Scenario {
             nemesis_duration: default_fault_duration(),
             replay: None,
             storage: StorageConfig::default(),
+            redis: RedisConfig::default(),
+            nats: NatsConfig::default(),
             results: default_results(),
         }
     }
 
-    /// Reads a scenario file; an unknown key is an error.
+    /// Reads a scenario file; an unknown key is an error, and so is a value of
+    /// `[nats]` that can never be right (whatever the broker and nodes).
     pub fn from_toml(text: &str) -> Result<Scenario, HarnessError> {
-        toml::from_str(text).map_err(|e| HarnessError::Scenario(e.to_string()))
+        let s: Scenario =
+            toml::from_str(text).map_err(|e| HarnessError::Scenario(e.to_string()))?;
+        s.nats.sync()?;
+        s.nats.check_replicas(MAX_NATS_REPLICAS)?;
+        Ok(s)
+    }
+
+    /// The durability settings the recipe applies (`[redis]`, `[nats]`).
+    pub fn durability(&self) -> Result<Durability, HarnessError> {
+        Ok(Durability {
+            redis: RedisDurability {
+                appendonly: self.redis.appendonly,
+                appendfsync: self.redis.appendfsync,
+            },
+            nats_sync: self.nats.sync()?,
+        })
+    }
+
+    /// The settings of `[redis]`, `[nats]` and `[storage]` that differ from the
+    /// default, one `key=value` each (`appendfsync=everysec`), for the line that
+    /// says what is deployed; empty when all are the default.
+    pub fn settings_line(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let d = RedisConfig::default();
+        if self.redis.appendonly != d.appendonly {
+            out.push(format!(
+                "appendonly={}",
+                if self.redis.appendonly { "yes" } else { "no" }
+            ));
+        }
+        if self.redis.appendfsync != d.appendfsync {
+            out.push(format!("appendfsync={}", self.redis.appendfsync.name()));
+        }
+        if let Some(v) = &self.nats.sync_interval {
+            out.push(format!("sync_interval={v}"));
+        }
+        if let Some(r) = self.nats.replicas {
+            out.push(format!("replicas={r}"));
+        }
+        let on = |b: bool| if b { "on" } else { "off" };
+        if !self.storage.fsync {
+            out.push(format!("fsync={}", on(self.storage.fsync)));
+        }
+        if !self.storage.synchronous_commit {
+            out.push(format!(
+                "synchronous_commit={}",
+                on(self.storage.synchronous_commit)
+            ));
+        }
+        out
     }
 
     /// The scenario as TOML, as a run writes it to `scenario.toml` (without `results`).
@@ -215,6 +395,25 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// Refuses `[redis]` and `[nats]` on a broker they are not for, and `[nats]
+    /// replicas` the deployment's `nodes` cannot hold, before anything is deployed.
+    pub fn check_settings(&self, nodes: usize) -> Result<(), HarnessError> {
+        if !self.redis.is_default() && self.broker != BrokerKind::Redis {
+            return Err(HarnessError::Scenario(format!(
+                "[redis] sets Redis's append-only file, and the broker is {}",
+                self.broker
+            )));
+        }
+        if !self.nats.is_default() && self.broker != BrokerKind::Nats {
+            return Err(HarnessError::Scenario(format!(
+                "[nats] sets NATS JetStream, and the broker is {}",
+                self.broker
+            )));
+        }
+        self.nats.sync()?;
+        self.nats.check_replicas(nodes)
+    }
+
     /// Refuses a workload the broker cannot run, before anything is deployed.
     pub fn check_workload(&self, kind: BrokerKind) -> Result<(), HarnessError> {
         if self.workload == Workload::Log && kind != BrokerKind::Kafka {
@@ -348,6 +547,196 @@ mod tests {
             "name = \"x\"\nbroker = \"kafka\"\n[storage]\nfsynk = false\n"
         )
         .is_err());
+    }
+
+    #[test]
+    fn fsync_and_synchronous_commit_are_set_apart() {
+        // fsync off with synchronous_commit on: only the disk can lose a commit.
+        for (table, fsync, commit) in [
+            ("fsync = false", "off", "on"),
+            ("synchronous-commit = false", "on", "off"),
+        ] {
+            let s = Scenario::from_toml(&format!(
+                "name = \"x\"\nbroker = \"kafka\"\n[storage]\n{table}\n"
+            ))
+            .expect("scenario");
+            assert_eq!(
+                s.storage.env(),
+                vec![
+                    format!("GAUNTLET_PG_FSYNC={fsync}"),
+                    format!("GAUNTLET_PG_SYNCHRONOUS_COMMIT={commit}")
+                ]
+            );
+            let again = Scenario::from_toml(&s.to_toml()).expect("round trip");
+            assert_eq!(again.storage, s.storage);
+        }
+    }
+
+    fn redis(table: &str) -> Result<Scenario, HarnessError> {
+        Scenario::from_toml(&format!(
+            "name = \"x\"\nbroker = \"redis\"\n[redis]\n{table}\n"
+        ))
+    }
+
+    fn nats(table: &str) -> Result<Scenario, HarnessError> {
+        Scenario::from_toml(&format!(
+            "name = \"x\"\nbroker = \"nats\"\n[nats]\n{table}\n"
+        ))
+    }
+
+    #[test]
+    fn the_redis_table_sets_the_append_only_file() {
+        for (table, appendonly, appendfsync) in [
+            ("appendfsync = \"everysec\"", true, AppendFsync::Everysec),
+            ("appendfsync = \"no\"", true, AppendFsync::No),
+            ("appendfsync = \"always\"", true, AppendFsync::Always),
+            ("appendonly = \"no\"", false, AppendFsync::Always),
+            ("appendonly = false", false, AppendFsync::Always),
+            (
+                "appendonly = \"yes\"\nappendfsync = \"everysec\"",
+                true,
+                AppendFsync::Everysec,
+            ),
+        ] {
+            let s = redis(table).expect(table);
+            let d = s.durability().expect("durability");
+            assert_eq!(
+                d.redis,
+                RedisDurability {
+                    appendonly,
+                    appendfsync
+                },
+                "{table}"
+            );
+            assert_eq!(d.nats_sync, None);
+            assert!(s.check_settings(3).is_ok(), "{table}");
+            // The run folder's scenario.toml has the table unless it is the default.
+            let toml = s.to_toml();
+            assert_eq!(toml.contains("[redis]"), !s.redis.is_default(), "{toml}");
+            let again = Scenario::from_toml(&toml).expect("round trip");
+            assert_eq!(again.redis, s.redis);
+            assert_eq!(again.to_toml(), toml);
+        }
+        let s = redis("appendonly = \"no\"\nappendfsync = \"everysec\"").expect("scenario");
+        assert!(s
+            .to_toml()
+            .contains("[redis]\nappendonly = \"no\"\nappendfsync = \"everysec\"\n"));
+        assert_eq!(
+            s.settings_line(),
+            vec![
+                "appendonly=no".to_string(),
+                "appendfsync=everysec".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_key_or_value_is_an_error_naming_the_key() {
+        for (table, names) in [
+            ("appendfsynk = \"always\"", ["appendfsynk", "appendfsync"]),
+            ("appendfsync = \"sometimes\"", ["appendfsync", "sometimes"]),
+            ("appendfsync = true", ["appendfsync", "always"]),
+            ("appendonly = \"maybe\"", ["appendonly", "maybe"]),
+            ("appendonly = 1", ["appendonly", "yes"]),
+        ] {
+            let e = redis(table).expect_err(table).to_string();
+            assert!(names.iter().all(|n| e.contains(n)), "{table}: {e}");
+        }
+        for (table, names) in [
+            ("sync = \"always\"", ["sync", "sync-interval"]),
+            ("sync-interval = \"soon\"", ["sync-interval", "soon"]),
+            ("sync-interval = \"0s\"", ["sync-interval", "0s"]),
+            (
+                "sync-interval = \"10 parsecs\"",
+                ["sync-interval", "parsecs"],
+            ),
+            ("replicas = 0", ["replicas = 0", "1 to 5"]),
+            ("replicas = 6", ["replicas = 6", "1 to 5"]),
+            ("replicas = \"three\"", ["replicas", "three"]),
+        ] {
+            let e = nats(table).expect_err(table).to_string();
+            assert!(names.iter().all(|n| e.contains(n)), "{table}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_nats_table_sets_the_sync_interval_and_the_replicas() {
+        for (table, sync) in [
+            ("sync-interval = \"always\"", Some(SyncInterval::Always)),
+            (
+                "sync-interval = \"2m\"",
+                Some(SyncInterval::Every(Duration::from_secs(120))),
+            ),
+            (
+                "sync-interval = \"10s\"",
+                Some(SyncInterval::Every(Duration::from_secs(10))),
+            ),
+            ("replicas = 5", None),
+        ] {
+            let s = nats(table).expect(table);
+            let d = s.durability().expect("durability");
+            assert_eq!(d.nats_sync, sync, "{table}");
+            assert_eq!(d.redis, RedisDurability::default());
+            let toml = s.to_toml();
+            assert!(toml.contains(&format!("[nats]\n{table}\n")), "{toml}");
+            assert_eq!(
+                Scenario::from_toml(&toml).expect("round trip").to_toml(),
+                toml
+            );
+        }
+        let s = nats("sync-interval = \"always\"\nreplicas = 5").expect("scenario");
+        assert_eq!(
+            s.settings_line(),
+            vec!["sync_interval=always".to_string(), "replicas=5".to_string()]
+        );
+        assert!(s.check_settings(5).is_ok());
+        let e = s
+            .check_settings(3)
+            .expect_err("5 replicas on 3 nodes")
+            .to_string();
+        assert!(e.contains("replicas = 5 on 3 node(s)"), "{e}");
+        assert!(nats("replicas = 1").expect("R1").check_settings(1).is_ok());
+    }
+
+    #[test]
+    fn a_table_for_another_broker_is_refused() {
+        let mut s = redis("appendfsync = \"everysec\"").expect("scenario");
+        s.broker = BrokerKind::Nats;
+        let e = s.check_settings(3).expect_err("redis on nats").to_string();
+        assert!(e.contains("[redis]") && e.contains("nats"), "{e}");
+        let mut s = nats("replicas = 3").expect("scenario");
+        s.broker = BrokerKind::RabbitMq;
+        let e = s
+            .check_settings(3)
+            .expect_err("nats on rabbitmq")
+            .to_string();
+        assert!(e.contains("[nats]") && e.contains("rabbitmq"), "{e}");
+    }
+
+    #[test]
+    fn scenarios_without_the_tables_are_written_as_before() {
+        let d = Scenario::default_scenario();
+        assert!(d.durability().expect("durability").is_default());
+        assert!(d.settings_line().is_empty());
+        for text in [
+            include_str!("../../../ci/scenario.toml"),
+            include_str!("../../../ci/scenarios/kafka-acks1-inflight5.toml"),
+            include_str!("../../../ci/scenarios/nats-r3-dedup.toml"),
+            include_str!("../../../ci/scenarios/kafka-storage-unsafe-kill.toml"),
+        ] {
+            let s = Scenario::from_toml(text).expect("scenario");
+            let toml = s.to_toml();
+            assert!(
+                !toml.contains("[redis]") && !toml.contains("[nats]"),
+                "{toml}"
+            );
+            assert!(s.durability().expect("durability").is_default());
+        }
+        let toml = d.to_toml();
+        assert!(
+            !toml.contains("[redis]") && !toml.contains("[nats]"),
+            "{toml}"
+        );
     }
 
     #[test]

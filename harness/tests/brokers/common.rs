@@ -1,5 +1,6 @@
 use gauntlet_harness::backend::docker::{self, DockerDeployment};
 use gauntlet_harness::backend::ClusterSpec;
+use gauntlet_harness::broker::Durability;
 use gauntlet_harness::{BrokerKind, Deployment, NodeControl, RunId};
 use std::future::Future;
 use std::path::PathBuf;
@@ -23,12 +24,24 @@ pub async fn launch_image(
     nodes: Option<usize>,
     image: Option<&str>,
 ) -> DockerDeployment {
+    launch_with(broker, nodes, image, Durability::default()).await
+}
+
+/// [`launch_image`] with the durability settings `durability` (a scenario's
+/// `[redis]`, `[nats]`).
+pub async fn launch_with(
+    broker: BrokerKind,
+    nodes: Option<usize>,
+    image: Option<&str>,
+    durability: Durability,
+) -> DockerDeployment {
     let docker = docker::connect().await.expect("Docker Engine reachable");
     let run = RunId::from_name(&format!("test-{}-{}", broker, RunId::generate()));
     let mut spec = ClusterSpec::new(broker)
         .run_id(run.clone())
         .logs_dir(logs_dir(&run))
-        .build_missing_image(true);
+        .build_missing_image(true)
+        .durability(durability);
     if let Some(i) = image {
         spec = spec.image(gauntlet_harness::ImageRef::named(i));
     }

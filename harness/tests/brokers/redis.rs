@@ -1,5 +1,6 @@
 //! Redis, a primary (n1) and two replicas, a list as the queue (redis crate).
 use crate::common;
+use gauntlet_harness::broker::{AppendFsync, Durability, RedisDurability};
 use gauntlet_harness::{BrokerKind, Deployment};
 use redis::aio::MultiplexedConnection;
 use std::time::Duration;
@@ -81,5 +82,55 @@ async fn primary_and_two_replicas_survive_kill_of_the_primary() {
         .expect("rpop m2");
     assert_eq!(got.as_deref(), Some("m2"));
 
+    common::teardown(dep).await;
+}
+
+/// `redis-cli config get KEY` on `node`: the value Redis runs with.
+async fn config_get(dep: &impl gauntlet_harness::NodeControl, node: &str, key: &str) -> String {
+    let out = dep
+        .exec(
+            node,
+            &gauntlet_harness::Command::new(&["redis-cli", "config", "get", key]),
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("redis-cli config get {key} on {node}: {e}"));
+    assert!(out.success(), "redis-cli on {node}: {}", out.combined());
+    // Two lines: the key, then its value.
+    out.stdout
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scenarios_appendfsync_reaches_every_node() {
+    let durability = Durability {
+        redis: RedisDurability {
+            appendonly: true,
+            appendfsync: AppendFsync::Everysec,
+        },
+        nats_sync: None,
+    };
+    let dep = common::launch_with(BrokerKind::Redis, Some(2), None, durability).await;
+    for node in ["n1", "n2"] {
+        assert_eq!(config_get(&dep, node, "appendfsync").await, "everysec");
+        assert_eq!(config_get(&dep, node, "appendonly").await, "yes");
+    }
+    common::teardown(dep).await;
+
+    // appendonly no, and the default (always) kept for appendfsync.
+    let durability = Durability {
+        redis: RedisDurability {
+            appendonly: false,
+            appendfsync: AppendFsync::Always,
+        },
+        nats_sync: None,
+    };
+    let dep = common::launch_with(BrokerKind::Redis, Some(1), None, durability).await;
+    assert_eq!(config_get(&dep, "n1", "appendonly").await, "no");
+    assert_eq!(config_get(&dep, "n1", "appendfsync").await, "always");
     common::teardown(dep).await;
 }

@@ -1,6 +1,8 @@
 //! NATS JetStream (async-nats): one stream `gauntlet` on `gauntlet.>` with
-//! `min(3, nodes)` replicas, publishes to `gauntlet.<key>`, one durable pull
-//! consumer per group.
+//! `min(3, nodes)` replicas (or the scenario's `[nats] replicas`, 1 to 5 and at
+//! most the nodes: [`Nats::with_replicas`]), publishes to `gauntlet.<key>`, one
+//! durable pull consumer per group, whose state has as many replicas as the
+//! stream (the server's rule for a consumer that names none).
 //!
 //! The stream is one ordered log, so every message is recorded at partition 0
 //! with its stream sequence as offset (on the PubAck and on delivery): the checker
@@ -25,6 +27,8 @@ use futures_util::StreamExt;
 use std::time::{Duration, Instant};
 
 const STREAM: &str = "gauntlet";
+/// The most replicas a JetStream stream can have.
+pub const MAX_REPLICAS: usize = 5;
 /// How long a delivered message may stay unacknowledged before it is redelivered.
 pub const ACK_WAIT: Duration = Duration::from_secs(5);
 /// How long a publish or an ack waits for the server's answer.
@@ -36,7 +40,7 @@ pub struct Nats {
     pub urls: Vec<String>,
     /// The delivery settings.
     pub settings: Resolved,
-    /// Stream replicas: min(3, nodes).
+    /// Stream replicas: min(3, nodes) unless set ([`Nats::with_replicas`]).
     pub replicas: usize,
     /// A drain consumer waits for unacknowledged messages to come back (see the module docs).
     pub drain: bool,
@@ -52,6 +56,27 @@ impl Nats {
             replicas: addrs.len().clamp(1, 3),
             drain,
         }
+    }
+
+    /// The same driver creating its stream with `replicas` (`None`: the
+    /// default, `min(3, nodes)`): 1 to [`MAX_REPLICAS`] and at most the nodes,
+    /// else an error naming both numbers.
+    pub fn with_replicas(mut self, replicas: Option<usize>) -> Result<Self, ClientError> {
+        let Some(r) = replicas else {
+            return Ok(self);
+        };
+        let nodes = self.urls.len();
+        if r == 0 || r > MAX_REPLICAS || r > nodes {
+            return Err(ClientError::Unsupported {
+                broker: "nats",
+                what: format!(
+                    "a stream of {r} replicas on {nodes} node(s) (1 to {MAX_REPLICAS}, \
+                     at most one per node)"
+                ),
+            });
+        }
+        self.replicas = r;
+        Ok(self)
     }
 
     async fn connect(&self) -> Result<async_nats::Client, ClientError> {
@@ -95,7 +120,9 @@ impl Nats {
             ack_wait: ACK_WAIT,
             // Unlimited redeliveries: a message is never dropped for being delivered often.
             max_deliver: -1,
-            num_replicas: self.replicas,
+            // None named (0): the consumer's state has the stream's replicas, so a
+            // worker, which does not know the stream's, asks for nothing else.
+            num_replicas: 0,
             ..Default::default()
         }
     }
@@ -429,5 +456,55 @@ impl Consumer for NatsConsumer {
 
     fn acks(&self) -> bool {
         self.manual_ack
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Delivery;
+
+    fn nats(nodes: usize) -> Nats {
+        let addrs: Vec<String> = (0..nodes)
+            .map(|i| format!("127.0.0.1:{}", 4222 + i))
+            .collect();
+        Nats::new(&addrs, Delivery::default().resolve(), false)
+    }
+
+    #[test]
+    fn replicas_default_to_three_at_most_and_may_be_set_from_one_to_five_within_the_nodes() {
+        assert_eq!(nats(1).replicas, 1);
+        assert_eq!(nats(3).replicas, 3);
+        assert_eq!(nats(5).replicas, 3);
+        assert_eq!(
+            nats(5).with_replicas(None).map(|n| n.replicas).ok(),
+            Some(3)
+        );
+        for r in 1..=5 {
+            assert_eq!(
+                nats(5).with_replicas(Some(r)).map(|n| n.replicas).ok(),
+                Some(r)
+            );
+        }
+        for (nodes, r) in [(5, 0), (5, 6), (9, 7), (3, 5), (1, 2)] {
+            let e = nats(nodes)
+                .with_replicas(Some(r))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                e.contains(&format!("{r} replicas on {nodes} node(s)")),
+                "{nodes} nodes, {r} replicas: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_stream_takes_the_replicas_and_the_consumer_follows_the_stream() {
+        let n = nats(5).with_replicas(Some(5)).expect("5 on 5");
+        assert_eq!(n.replicas, 5);
+        let c = n.consumer_config("g");
+        assert_eq!(c.num_replicas, 0, "the consumer names no count of its own");
+        assert_eq!(c.durable_name.as_deref(), Some("g"));
     }
 }

@@ -110,6 +110,7 @@ impl DockerDeployment {
             secret,
             image: spec.image.name.clone(),
             storage: None,
+            durability: spec.durability,
         };
         let mut ctx = ctx;
         if recipe.storage(&ctx).is_some() {
@@ -122,6 +123,7 @@ impl DockerDeployment {
                 asked: n,
             });
         }
+        spec.check_durability()?;
         ensure_image(docker, &spec).await?;
         let mut dep = DockerDeployment {
             docker: docker.clone(),

@@ -484,6 +484,14 @@ impl Backend for SshBackend {
                 spec.broker, self.inventory.broker
             )));
         }
+        if !spec.durability.is_default() {
+            // The hosts run the broker as installed: its configuration is theirs.
+            return Err(HarnessError::Scenario(format!(
+                "[redis] and [nats] durability settings are applied by the recipe's command \
+                 line in a container; the SSH backend runs {} as its hosts have it configured",
+                spec.broker
+            )));
+        }
         if let Some(n) = spec.nodes {
             if n != self.inventory.hosts.len() {
                 return Err(HarnessError::Scenario(format!(
@@ -666,6 +674,15 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("2 hosts"), "{e}");
+        let mut everysec = crate::broker::Durability::default();
+        everysec.redis.appendfsync = crate::broker::AppendFsync::Everysec;
+        let e = b
+            .launch(ClusterSpec::new(BrokerKind::Redis).durability(everysec))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("[redis] and [nats]"), "{e}");
         let install = Inventory::parse(
             "[[host]]\naddress = \"h\"\n[broker]\nkind = \"redis\"\nmode = \"install\"\n",
         )

@@ -19,6 +19,7 @@ fn ctx(image: &str, nodes: usize) -> ClusterContext {
         flavour: ImageRef::named(image).flavour,
         secret: "gauntletcookie1".into(),
         image: image.into(),
+        durability: Durability::default(),
         storage: None,
     }
 }
