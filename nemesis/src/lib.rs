@@ -24,7 +24,7 @@ pub use control::{
 };
 pub use faults::{
     Acts, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault, NodeFault, Role,
-    Shape,
+    Shape, Spread,
 };
 pub use schedule::{Schedule, ScheduledFault};
 
@@ -33,7 +33,7 @@ pub use schedule::{Schedule, ScheduledFault};
 #[non_exhaustive]
 pub enum NemesisError {
     /// A fault name that parses to no [`FaultKind`] (the name as given).
-    #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles})", syntax = faults::syntax().join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "))]
+    #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles}; COUNT: {counts}; CRASH: {crashes})", syntax = faults::syntax().join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "), counts = faults::Spread::ALL.map(|s| s.name()).join(", "), crashes = faults::crashes().join(", "))]
     UnknownFault(String),
     /// The cluster cannot do this fault at all (no client proxy, a role the broker
     /// cannot name, no `sch_netem`).

@@ -2,7 +2,7 @@
 //! the same schedule) or read from a file; every run writes the one it used, so
 //! `gauntlet run --replay <run>/schedule.toml` repeats it.
 use crate::faults::partition::RNG_SEED_MASK;
-use crate::faults::{Ends, FaultKind};
+use crate::faults::{Acts, Ends, FaultKind, Heal, NodeFault, Spread};
 use crate::NemesisError;
 use gauntlet_history::rng::Rng;
 use serde::{Deserialize, Serialize};
@@ -102,12 +102,174 @@ pub struct Schedule {
     pub faults: Vec<ScheduledFault>,
 }
 
+/// How a generated schedule is paced: over a workload of `time`, a fault every
+/// `interval` (jittered by up to a quarter), each lasting `duration` (or 0 for
+/// a fault its table entry heals at once or lets heal by itself), at most
+/// `concurrency` on at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    /// How long the workload runs: no fault ends after it.
+    pub time: Duration,
+    /// Between one fault's end and the next one's start (`concurrency` 1), or
+    /// between one fault's start and the next one's (above 1).
+    pub interval: Duration,
+    /// How long a fault lasts before it is healed.
+    pub duration: Duration,
+    /// How many drawn faults may be on at once (`nemesis-concurrency`): 1 (or
+    /// 0), one after the other, as every schedule before it.
+    pub concurrency: usize,
+}
+
+/// The gap between the steps of a `pause-kill` (docs/nemesis.md): the crash,
+/// the pause of the rest, the minority's resume and the crashed node's start
+/// come in that order, this far apart.
+pub const PAUSE_KILL_STEP_MS: u64 = 500;
+
+/// What a drawn fault holds while it is on, for a schedule whose faults
+/// overlap: faults on at once never hold the same thing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Hold {
+    /// Nothing another fault could undo (a consumer kill).
+    Nothing,
+    /// The client proxy: one heal passes every link.
+    Proxy,
+    /// These nodes (indices into the schedule's nodes).
+    Nodes(Vec<usize>),
+    /// Every node: a partition (one heal flushes every node's rules), a fault
+    /// aimed at a role (its node is found when it fires), a sequence.
+    Every,
+}
+
+/// A drawn fault on: until when, and what it holds.
+struct Open {
+    end: u64,
+    hold: Hold,
+}
+
+/// What a fault of `kind` holds on `n` nodes: `Nodes` with how many.
+fn needs_held(kind: FaultKind, n: usize) -> (Option<usize>, Hold) {
+    let spec = kind.spec();
+    match (kind, spec.acts) {
+        (_, Acts::Consumer | Acts::Workload) => (None, Hold::Nothing),
+        (_, Acts::ClientProxy) => (None, Hold::Proxy),
+        (_, Acts::Network | Acts::Sequence) | (FaultKind::OnRole(..), _) => (None, Hold::Every),
+        (_, Acts::Nodes) if spec.heal == Heal::FlushNetwork => (None, Hold::Every),
+        (FaultKind::OnNodes(_, spread), Acts::Nodes) => (Some(spread.count(n)), Hold::Nothing),
+        (_, Acts::Nodes) => (Some(1), Hold::Nothing),
+    }
+}
+
+/// Whether a fault holding `hold` (or `k` nodes) may start while `open` are on.
+fn fits(open: &[&Open], k: Option<usize>, hold: &Hold, n: usize, concurrency: usize) -> bool {
+    if open.len() >= concurrency {
+        return false;
+    }
+    let held: usize = open
+        .iter()
+        .map(|o| match &o.hold {
+            Hold::Nodes(v) => v.len(),
+            Hold::Every => n,
+            Hold::Nothing | Hold::Proxy => 0,
+        })
+        .sum();
+    match (k, hold) {
+        (Some(k), _) => held + k <= n,
+        (None, Hold::Every) => held == 0,
+        (None, Hold::Proxy) => !open.iter().any(|o| o.hold == Hold::Proxy),
+        (None, _) => true,
+    }
+}
+
+/// `k` node indices out of `free` (in node order), the first `free[first %
+/// len]`, the rest drawn from `rng`; in node order.
+fn draw_nodes(rng: &mut Rng, free: &[usize], first: u64, k: usize) -> Vec<usize> {
+    if free.is_empty() || k == 0 {
+        return Vec::new();
+    }
+    if k >= free.len() {
+        return free.to_vec();
+    }
+    let mut rest = free.to_vec();
+    let mut chosen = vec![rest.remove((first % rest.len() as u64) as usize)];
+    while chosen.len() < k {
+        let j = (rng.next_u64() % rest.len() as u64) as usize;
+        chosen.push(rest.remove(j));
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Jepsen's `pause-kill` over `n` nodes shuffled by `rng`, from `at`, each
+/// phase lasting `duration` (docs/nemesis.md): a minority (`(n-1)/2`) paused;
+/// after `duration`, the next node crashed, the rest paused, the minority
+/// resumed, the crashed node started; after `duration` more, the rest resumed.
+/// The faults, and when the last ends.
+fn pause_kill(
+    rng: &mut Rng,
+    crash: NodeFault,
+    nodes: &[String],
+    at: u64,
+    duration: u64,
+    pick: u64,
+) -> (Vec<ScheduledFault>, u64) {
+    let n = nodes.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    let minority = Spread::Minority.count(n);
+    let names = |ix: &[usize]| -> Vec<String> {
+        let mut ix = ix.to_vec();
+        ix.sort_unstable();
+        ix.iter().map(|&i| nodes[i].clone()).collect()
+    };
+    let (part1, rest) = order.split_at(minority.min(n));
+    let (crasher, part2) = rest.split_at(1.min(rest.len()));
+    let step = PAUSE_KILL_STEP_MS;
+    let crash_kind = crash.on_node();
+    let crash_ms = match crash_kind.spec().ends {
+        Ends::AfterDuration => 2 * step,
+        Ends::Itself | Ends::AtOnce => 0,
+    };
+    let faults = vec![
+        ScheduledFault {
+            at_ms: at,
+            duration_ms: duration + 2 * step,
+            fault: FaultKind::Pause,
+            targets: names(part1),
+            pick,
+        },
+        ScheduledFault {
+            at_ms: at + duration,
+            duration_ms: crash_ms,
+            fault: crash_kind,
+            targets: names(crasher),
+            pick,
+        },
+        ScheduledFault {
+            at_ms: at + duration + step,
+            duration_ms: duration + 2 * step,
+            fault: FaultKind::Pause,
+            targets: names(part2),
+            pick,
+        },
+    ];
+    let end = faults
+        .iter()
+        .map(ScheduledFault::end_ms)
+        .max()
+        .unwrap_or(at);
+    (faults, end)
+}
+
 impl Schedule {
     /// Faults drawn from `kinds` every `interval` (jittered by up to a quarter),
     /// each lasting `duration` (or 0 for a fault its table entry heals at once or
     /// lets heal by itself), over a workload of length `time`, on `nodes`; the next
-    /// fault comes after the previous one's end, so generated faults never overlap.
-    /// Faults the workload does itself (`crash-producer`) are not drawn.
+    /// fault comes after the previous one's end, so drawn faults never overlap
+    /// (a `pause-kill`'s own faults do). Faults the workload does itself
+    /// (`crash-producer`) are not drawn.
     pub fn generate(
         seed: u64,
         kinds: &[FaultKind],
@@ -116,37 +278,143 @@ impl Schedule {
         interval: Duration,
         duration: Duration,
     ) -> Schedule {
+        Schedule::paced(
+            seed,
+            kinds,
+            nodes,
+            Pacing {
+                time,
+                interval,
+                duration,
+                concurrency: 1,
+            },
+        )
+    }
+
+    /// [`Schedule::generate`] with faults that may overlap: with
+    /// `pacing.concurrency` above 1, the next fault is drawn `interval` after
+    /// the previous one's start (not its end), and starts then unless that
+    /// would put more than `concurrency` faults on at once, or make it hold
+    /// what a fault still on holds (a node, the proxy, or every node: see
+    /// docs/nemesis.md); then it starts when the faults on have let go of
+    /// enough. A fault on nodes draws its nodes among those no fault on holds.
+    /// With `concurrency` 1 it is [`Schedule::generate`], draw for draw.
+    pub fn paced(seed: u64, kinds: &[FaultKind], nodes: &[String], pacing: Pacing) -> Schedule {
         let kinds: Vec<FaultKind> = kinds
             .iter()
             .copied()
-            .filter(|k| k.spec().acts != crate::faults::Acts::Workload)
+            .filter(|k| k.spec().acts != Acts::Workload)
             .collect();
         // The state the nemesis's SplitMix64 always started from (schedules
         // written and documented seeds depend on it).
         let mut rng = Rng::new(seed ^ 0x006E_656D_6573_6973 ^ RNG_SEED_MASK);
         let mut faults = Vec::new();
         let (time, interval, duration) = (
-            time.as_millis() as u64,
-            interval.as_millis().max(1) as u64,
-            duration.as_millis() as u64,
+            pacing.time.as_millis() as u64,
+            pacing.interval.as_millis().max(1) as u64,
+            pacing.duration.as_millis() as u64,
         );
+        let n = nodes.len();
+        let overlap = pacing.concurrency > 1;
+        let mut open: Vec<Open> = Vec::new();
         let mut at = interval;
-        while !kinds.is_empty() && !nodes.is_empty() && at + duration < time {
+        while !kinds.is_empty() && n > 0 && at + duration < time {
             let jitter = rng.next_u64() % (interval / 4 + 1);
             let kind = kinds[(rng.next_u64() % kinds.len() as u64) as usize];
-            let target = nodes[(rng.next_u64() % nodes.len() as u64) as usize].clone();
+            let first = rng.next_u64();
+            let target = nodes[(first % n as u64) as usize].clone();
             let dur = match kind.spec().ends {
                 Ends::Itself | Ends::AtOnce => 0,
                 Ends::AfterDuration => duration,
             };
-            faults.push(ScheduledFault {
-                at_ms: at + jitter,
-                duration_ms: dur,
-                fault: kind,
-                targets: vec![target],
-                pick: rng.next_u64() % 1000,
-            });
-            at += interval + dur;
+            let pick = rng.next_u64() % 1000;
+            let (k, hold) = needs_held(kind, n);
+            // When it starts: at its time, or (overlapping) once the faults on
+            // let it.
+            let mut start = at + jitter;
+            let mut free: Vec<usize> = (0..n).collect();
+            if overlap {
+                open.retain(|o| o.end > start);
+                let mut ends: Vec<u64> = open.iter().map(|o| o.end).collect();
+                ends.sort_unstable();
+                for t in std::iter::once(start).chain(ends) {
+                    let on: Vec<&Open> = open.iter().filter(|o| o.end > t).collect();
+                    if fits(&on, k, &hold, n, pacing.concurrency) {
+                        start = t;
+                        free.retain(|i| {
+                            !on.iter().any(|o| match &o.hold {
+                                Hold::Nodes(v) => v.contains(i),
+                                _ => false,
+                            })
+                        });
+                        break;
+                    }
+                }
+                open.retain(|o| o.end > start);
+            }
+            let (drawn, end) = match kind {
+                FaultKind::PauseKill(crash) => {
+                    if n < 3 {
+                        // Refused before a run (it needs three nodes); drawn as nothing.
+                        at += interval;
+                        continue;
+                    }
+                    pause_kill(&mut rng, crash, nodes, start, duration, pick)
+                }
+                _ => {
+                    let targets = match (kind, overlap) {
+                        // Today's draw, unchanged: one node of all.
+                        (FaultKind::OnNodes(..), false) | (_, true) => {
+                            let free = if overlap {
+                                free.clone()
+                            } else {
+                                (0..n).collect()
+                            };
+                            let ix = match (k, overlap) {
+                                (Some(k), _) => draw_nodes(&mut rng, &free, first, k),
+                                // What holds every node or none is aimed by the draw.
+                                (None, _) => {
+                                    draw_nodes(&mut rng, &(0..n).collect::<Vec<_>>(), first, 1)
+                                }
+                            };
+                            ix.iter().map(|&i| nodes[i].clone()).collect()
+                        }
+                        (_, false) => vec![target],
+                    };
+                    (
+                        vec![ScheduledFault {
+                            at_ms: start,
+                            duration_ms: dur,
+                            fault: kind,
+                            targets,
+                            pick,
+                        }],
+                        start + dur,
+                    )
+                }
+            };
+            // No fault ends after the workload (a one-at-a-time schedule's
+            // single faults keep the old rule: they start before it ends).
+            if end >= time && (overlap || matches!(kind, FaultKind::PauseKill(_))) {
+                break;
+            }
+            if overlap {
+                let hold = match (&hold, k) {
+                    (_, Some(_)) => Hold::Nodes(
+                        drawn
+                            .iter()
+                            .flat_map(|f| &f.targets)
+                            .filter_map(|t| nodes.iter().position(|x| x == t))
+                            .collect(),
+                    ),
+                    (h, None) => h.clone(),
+                };
+                open.push(Open { end, hold });
+                at = start + interval;
+            } else {
+                at += interval + (end - (at + jitter));
+            }
+            faults.extend(drawn);
         }
         Schedule { seed, faults }
     }
@@ -154,7 +422,22 @@ impl Schedule {
     /// Reads a schedule from TOML (a run's `schedule.toml`); a fault name that
     /// does not parse refuses the whole file (the error says which entry).
     pub fn from_toml(text: &str) -> Result<Schedule, NemesisError> {
-        toml::from_str(text).map_err(|e| NemesisError::Schedule(e.to_string()))
+        let s: Schedule =
+            toml::from_str(text).map_err(|e| NemesisError::Schedule(e.to_string()))?;
+        if let Some((i, f)) = s
+            .faults
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.fault.spec().acts == Acts::Sequence)
+        {
+            return Err(NemesisError::Schedule(format!(
+                "fault {} (`{}`) is a sequence, which a generated schedule expands into \
+                 its faults on named nodes; list those faults instead",
+                i + 1,
+                f.fault
+            )));
+        }
+        Ok(s)
     }
 
     /// The schedule as TOML, as a run writes it to `schedule.toml`.
