@@ -229,7 +229,7 @@ fn pause_kill(
     let step = PAUSE_KILL_STEP_MS;
     let crash_kind = crash.on_node();
     let crash_ms = match crash_kind.spec().ends {
-        Ends::AfterDuration => 2 * step,
+        Ends::AfterDuration => 3 * step,
         Ends::Itself | Ends::AtOnce => 0,
     };
     let faults = vec![
@@ -620,5 +620,240 @@ mod tests {
                     target = \"n1\"\ntargets = [\"n2\"]\npick = 1\n";
         let e = Schedule::from_toml(both).expect_err("refused").to_string();
         assert!(e.contains("both `target` and `targets`"), "{e}");
+    }
+
+    fn kinds(names: &[&str]) -> Vec<FaultKind> {
+        names
+            .iter()
+            .map(|s| FaultKind::from_str(s).expect("a fault"))
+            .collect()
+    }
+
+    fn paced(seed: u64, names: &[&str], n: usize, secs: [u64; 3], concurrency: usize) -> Schedule {
+        Schedule::paced(
+            seed,
+            &kinds(names),
+            &nodes(n),
+            Pacing {
+                time: Duration::from_secs(secs[0]),
+                interval: Duration::from_secs(secs[1]),
+                duration: Duration::from_secs(secs[2]),
+                concurrency,
+            },
+        )
+    }
+
+    /// (at, fault, targets) of each fault.
+    fn lines(s: &Schedule) -> Vec<(u64, String, String)> {
+        s.faults
+            .iter()
+            .map(|f| (f.at_ms, f.fault.to_string(), f.targets_line()))
+            .collect()
+    }
+
+    #[test]
+    fn a_count_of_nodes_is_drawn_when_the_schedule_is_and_named_in_it() {
+        let s = paced(
+            7,
+            &[
+                "kill-broker:majority",
+                "pause:minority",
+                "restart-broker:all",
+            ],
+            3,
+            [30, 5, 3],
+            1,
+        );
+        let l = |at, f: &str, t: &str| (at, f.to_string(), t.to_string());
+        assert_eq!(
+            lines(&s),
+            [
+                l(6074, "restart-broker:all", "n1+n2+n3"),
+                l(10826, "pause:minority", "n2"),
+                l(18335, "kill-broker:majority", "n1+n3"),
+                l(27053, "kill-broker:majority", "n1+n3"),
+            ]
+        );
+        let text = s.to_toml();
+        assert!(
+            text.contains("targets = [\n    \"n1\",\n    \"n3\",\n]"),
+            "{text}"
+        );
+        assert_eq!(
+            Schedule::from_toml(&text).ok(),
+            Some(s.clone()),
+            "replayed as drawn"
+        );
+        // On five nodes: as many distinct nodes as the count says, in node order.
+        let five = paced(
+            11,
+            &["kill-broker:minority", "pause:majority", "kill-broker:all"],
+            5,
+            [120, 3, 2],
+            1,
+        );
+        assert!(five.faults.len() > 20, "{}", five.faults.len());
+        for f in &five.faults {
+            let want = match f.fault {
+                FaultKind::OnNodes(_, spread) => spread.count(5),
+                other => panic!("drew {other}"),
+            };
+            let mut sorted = f.targets.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!((f.targets.len(), &sorted), (want, &f.targets), "{f:?}");
+        }
+        // Every node is drawn into a minority at some point (the draw is not stuck).
+        for n in nodes(5) {
+            assert!(
+                five.faults.iter().any(
+                    |f| f.fault.to_string() == "kill-broker:minority" && f.targets.contains(&n)
+                ),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn concurrency_one_is_the_old_schedule_and_above_one_lets_faults_overlap_apart() {
+        let names = [
+            "kill-broker",
+            "pause",
+            "pause:minority",
+            "partition:halves",
+            "partition",
+            "kill-broker:leader",
+            "kill-consumer",
+            "latency",
+            "ack-loss",
+        ];
+        // One at a time: Schedule::generate, draw for draw, and nothing overlaps.
+        let one = paced(7, &names, 5, [120, 1, 4], 1);
+        let old = Schedule::generate(
+            7,
+            &kinds(&names),
+            &nodes(5),
+            Duration::from_secs(120),
+            Duration::from_secs(1),
+            Duration::from_secs(4),
+        );
+        assert_eq!(one, old);
+        assert!(one.faults.windows(2).all(|w| w[0].end_ms() <= w[1].at_ms));
+        // Three at once: faults overlap, and the same seed draws the same.
+        let three = paced(7, &names, 5, [120, 1, 4], 3);
+        assert_eq!(three, paced(7, &names, 5, [120, 1, 4], 3));
+        assert_ne!(three, paced(8, &names, 5, [120, 1, 4], 3));
+        assert!(three.faults.iter().all(|f| f.end_ms() < 120_000));
+        let overlapping =
+            |a: &ScheduledFault, b: &ScheduledFault| a.at_ms < b.end_ms() && b.at_ms < a.end_ms();
+        let every = |f: &ScheduledFault| {
+            matches!(f.fault.spec().acts, Acts::Network)
+                || matches!(f.fault, FaultKind::OnRole(..))
+                || f.fault.spec().heal == Heal::FlushNetwork
+        };
+        let on_nodes = |f: &ScheduledFault| f.fault.spec().acts == Acts::Nodes;
+        let proxy = |f: &ScheduledFault| f.fault.spec().acts == Acts::ClientProxy;
+        let mut pairs = 0;
+        for (i, a) in three.faults.iter().enumerate() {
+            let at_once = three
+                .faults
+                .iter()
+                .filter(|b| b.at_ms <= a.at_ms && a.at_ms < b.end_ms())
+                .count();
+            assert!(at_once <= 3, "{a:?}: {at_once} on at once");
+            for b in &three.faults[i + 1..] {
+                if !overlapping(a, b) {
+                    continue;
+                }
+                pairs += 1;
+                assert!(
+                    !((every(a) && on_nodes(b)) || (on_nodes(a) && every(b))),
+                    "{a:?} {b:?}"
+                );
+                assert!(
+                    !(proxy(a) && proxy(b)),
+                    "one heal passes every link: {a:?} {b:?}"
+                );
+                if on_nodes(a) && on_nodes(b) {
+                    assert!(
+                        a.targets.iter().all(|t| !b.targets.contains(t)),
+                        "never the same node: {a:?} {b:?}"
+                    );
+                }
+            }
+        }
+        assert!(pairs >= 10, "faults overlap: {pairs} pairs");
+        // Partitions are serialised: none overlaps another.
+        let parts: Vec<&ScheduledFault> = three
+            .faults
+            .iter()
+            .filter(|f| f.fault.spec().heal == Heal::FlushNetwork)
+            .collect();
+        assert!(parts.len() >= 5, "{}", parts.len());
+        assert!(parts.windows(2).all(|w| w[0].end_ms() <= w[1].at_ms));
+    }
+
+    #[test]
+    fn pause_kill_expands_into_jepsens_steps_on_named_nodes() {
+        let step = PAUSE_KILL_STEP_MS;
+        for (n, minority) in [(3, 1), (5, 2), (7, 3)] {
+            let s = paced(3, &["pause-kill"], n, [60, 5, 3], 1);
+            assert!(
+                s.faults.len() >= 6 && s.faults.len().is_multiple_of(3),
+                "{s:?}"
+            );
+            for seq in s.faults.chunks(3) {
+                let [p1, crash, p2] = seq else { unreachable!() };
+                let t = p1.at_ms;
+                assert_eq!(
+                    (p1.fault, crash.fault, p2.fault),
+                    (FaultKind::Pause, FaultKind::KillBroker, FaultKind::Pause)
+                );
+                assert_eq!(
+                    (p1.targets.len(), crash.targets.len(), p2.targets.len()),
+                    (minority, 1, n - minority - 1)
+                );
+                let mut all: Vec<&String> = seq.iter().flat_map(|f| &f.targets).collect();
+                all.sort();
+                all.dedup();
+                assert_eq!(all.len(), n, "every node once: {seq:?}");
+                // Pause the minority; after the duration crash the next node,
+                // pause the rest, resume the minority, start the crashed node;
+                // after the duration again resume the rest.
+                assert_eq!(crash.at_ms, t + 3000);
+                assert_eq!(p2.at_ms, t + 3000 + step);
+                assert_eq!(p1.end_ms(), t + 3000 + 2 * step);
+                assert_eq!(crash.end_ms(), t + 3000 + 3 * step);
+                assert_eq!(p2.end_ms(), t + 6000 + 3 * step);
+                assert!(p2.end_ms() < 60_000);
+            }
+            // Another seed draws other nodes (in some sequence).
+            let other = paced(4, &["pause-kill"], n, [60, 5, 3], 1);
+            assert_ne!(lines(&s), lines(&other));
+        }
+        let s = paced(3, &["pause-kill"], 3, [60, 5, 3], 1);
+        let l = |at, f: &str, t: &str| (at, f.to_string(), t.to_string());
+        assert_eq!(
+            lines(&s)[..3],
+            [
+                l(6_235, "pause", "n3"),
+                l(9_235, "kill-broker", "n2"),
+                l(9_735, "pause", "n1"),
+            ]
+        );
+        // The crash may be another node fault that crashes: a restart heals at once.
+        let r = paced(3, &["pause-kill:restart-broker"], 3, [60, 5, 3], 1);
+        assert_eq!(r.faults[1].fault.to_string(), "restart-broker");
+        assert_eq!(r.faults[1].duration_ms, 0);
+        // Fewer than three nodes: nothing (a run refuses it before, with the reason).
+        assert!(paced(3, &["pause-kill"], 2, [60, 5, 3], 1)
+            .faults
+            .is_empty());
+        // A schedule file names the faults, never the sequence.
+        let text = "seed = 1\n[[fault]]\nat_ms = 1\nduration_ms = 0\nfault = \"pause-kill\"\n\
+                    target = \"n1\"\npick = 1\n";
+        let e = Schedule::from_toml(text).expect_err("refused").to_string();
+        assert!(e.contains("fault 1 (`pause-kill`) is a sequence"), "{e}");
+        assert_eq!(Schedule::from_toml(&s.to_toml()).ok(), Some(s));
     }
 }
