@@ -26,7 +26,7 @@ pub use faults::{
     Acts, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault, NodeFault, Role,
     Shape, Spread,
 };
-pub use schedule::{Schedule, ScheduledFault};
+pub use schedule::{Pacing, Schedule, ScheduledFault};
 
 /// Why a fault could not be done.
 #[derive(Debug, thiserror::Error)]
