@@ -70,3 +70,51 @@ fn several_kill_broker_majority_on_nats_r3_takes_two_nodes_down_and_back() {
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
     no_leftovers(&r.dir);
 }
+
+/// `pause-kill` on three NATS nodes (R3): one node paused, another killed,
+/// the third paused while the first resumes and the killed one starts, then
+/// the third resumed; every step in the history with its node, in that order,
+/// and the run drains.
+#[test]
+fn several_pause_kill_on_nats_r3_plays_jepsens_steps() {
+    let t = Instant::now();
+    let r = run_scenario(
+        "nats-pause-kill",
+        "name = \"nats-pause-kill\"\nbroker = \"nats\"\ntime = \"12s\"\nrate = 50.0\nseed = 4\n\
+         nemesis = [\"pause-kill\"]\nnemesis-interval = \"2s\"\nnemesis-duration = \"3s\"\n",
+        &[],
+    );
+    report("nats R3 pause-kill", &r, t);
+    let events = nemesis_events(&r.dir);
+    for e in &events {
+        eprintln!("  nemesis {} {} {}", e["type"], e["f"], e["value"]);
+    }
+    // The info events of each step, in the order they happened, with their node.
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "info" && e["f"] != "heal-all")
+        .map(|e| {
+            assert!(e["value"].get("error").is_none(), "{e}");
+            (
+                e["f"].as_str().unwrap_or_default().to_string(),
+                e["value"]["node"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let fs: Vec<&str> = steps.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        fs,
+        ["pause", "kill", "pause", "resume", "start", "resume"],
+        "{steps:?}"
+    );
+    let (p1, crasher, p2) = (&steps[0].1, &steps[1].1, &steps[2].1);
+    assert!(p1 != crasher && crasher != p2 && p1 != p2, "{steps:?}");
+    assert_eq!((&steps[3].1, &steps[4].1, &steps[5].1), (p1, crasher, p2));
+    let heal = events
+        .iter()
+        .find(|e| e["f"] == "heal-all" && e["type"] == "info")
+        .expect("the final heal");
+    assert_eq!(heal["value"]["problems"], serde_json::json!([]), "{heal}");
+    assert_eq!(r.verdict["stats"]["drained"], true, "{}", r.verdict);
+    no_leftovers(&r.dir);
+}
