@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One fault at one moment, on one or several targets. Faults of a schedule may
-/// overlap in time (a generated schedule's do not).
+/// overlap in time (a generated schedule's only with `nemesis-concurrency`
+/// above 1, and a `pause-kill`'s own).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawFault", into = "RawFault")]
 pub struct ScheduledFault {
