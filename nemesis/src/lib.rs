@@ -24,16 +24,16 @@ pub use control::{
 };
 pub use faults::{
     Acts, Corruption, Fault, FaultKind, FaultSpec, Grudge, Heal, KillConsumerAt, LinkFault,
-    NodeFault, Role, Shape,
+    NodeFault, Role, Shape, Spread,
 };
-pub use schedule::{Schedule, ScheduledFault};
+pub use schedule::{Pacing, Schedule, ScheduledFault};
 
 /// Why a fault could not be done.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NemesisError {
     /// A fault name that parses to no [`FaultKind`] (the name as given).
-    #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles})", syntax = faults::syntax().join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "))]
+    #[error("unknown fault `{0}` (expected {syntax}; ROLE: {roles}; COUNT: {counts}; CRASH: {crashes})", syntax = faults::syntax().join(", "), roles = faults::Role::ALL.map(|r| r.name()).join(", "), counts = faults::Spread::ALL.map(|s| s.name()).join(", "), crashes = faults::crashes().join(", "))]
     UnknownFault(String),
     /// The cluster cannot do this fault at all (no client proxy, a role the broker
     /// cannot name, no `sch_netem`).

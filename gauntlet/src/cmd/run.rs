@@ -93,13 +93,16 @@ pub enum NemesisArg {
 /// `--nemesis`'s help, from the nemesis's table of faults.
 fn nemesis_help() -> String {
     format!(
-        "Faults, comma-separated: {} (ROLE: {}). Through the client proxy: {}; \
+        "Faults, comma-separated: {} (ROLE: {}; COUNT: {}, nodes drawn by the schedule; \
+         CRASH: {}). Through the client proxy: {}; \
          netem needs sch_netem; crash-producer only with --workload txn. \
          See docs/nemesis.md. `none` for no fault. Without this flag, the default run \
          (Redis, queue, at-least-once) kills consumers before their ack and restarts the \
          primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.",
         gauntlet_nemesis::faults::syntax().join(", "),
         gauntlet_nemesis::Role::ALL.map(|r| r.name()).join(", "),
+        gauntlet_nemesis::Spread::ALL.map(|c| c.name()).join(", "),
+        gauntlet_nemesis::faults::crashes().join(", "),
         gauntlet_nemesis::faults::FAULTS
             .iter()
             .filter(|f| f.acts == gauntlet_nemesis::Acts::ClientProxy)
@@ -666,5 +669,60 @@ mod tests {
         assert!(text.contains("# at the end"), "{text}");
         // n2 says sudo: its scripts go through `sudo -n`.
         assert!(text.contains("n2 (10.0.0.12): sudo -n sh -c"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_plan_lists_the_nodes_a_count_and_pause_kill_drew_and_heals_every_host() {
+        let mut s = Scenario::default_scenario();
+        s.nodes = Some(3);
+        s.nemesis = ["kill-broker:majority", "pause-kill"]
+            .map(|f| f.parse().expect("a fault"))
+            .to_vec();
+        s.time = "40s".into();
+        let hosts: String = (1..=3)
+            .map(|i| format!("[[host]]\naddress = \"10.0.0.1{i}\"\n"))
+            .collect();
+        let inventory = gauntlet_harness::backend::ssh::Inventory::parse(&format!(
+            "{hosts}[broker]\nkind = \"redis\"\nmode = \"installed\"\npid = \"pgrep -x redis-server\"\n\
+             start = \"redis-server /etc/redis.conf\"\nlog = \"/var/log/redis.log\"\nports = {{ client = 6379 }}\n"
+        ))
+        .expect("inventory");
+        let text = plan_on_hosts(&inventory, &s, "/tmp/g").await.expect("plan");
+        eprintln!("{text}");
+        // The schedule names the nodes it drew; the plan lists them, and the
+        // commands of each (a kill per node), then its heal on the same nodes.
+        let kill = text
+            .lines()
+            .find(|l| l.contains("kill-broker:majority on n"))
+            .expect("a majority kill");
+        let nodes: Vec<&str> = kill
+            .split(" on ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .map(|t| t.split('+').collect())
+            .unwrap_or_default();
+        assert_eq!(nodes.len(), 2, "{kill}");
+        assert!(
+            text.contains(&format!("then its heal on {}:", nodes.join("+"))),
+            "{text}"
+        );
+        // pause-kill: a pause, a kill-broker on one node, a pause, each listed.
+        assert!(text.lines().any(|l| l.contains(", pause on n")), "{text}");
+        assert!(
+            text.lines().any(|l| l.contains(", kill-broker on n")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("pause-kill"),
+            "the sequence is never played itself: {text}"
+        );
+        // At the end (also `gauntlet heal --hosts` and Ctrl-C): every host resumed or started.
+        let end = text.split("# at the end").nth(1).expect("the end");
+        for i in 1..=3 {
+            assert!(
+                end.contains(&format!("n{i} (10.0.0.1{i}):")) && end.contains("kill -CONT"),
+                "n{i}: {end}"
+            );
+        }
     }
 }

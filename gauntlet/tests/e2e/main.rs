@@ -17,5 +17,6 @@ mod log;
 mod matrix;
 mod network;
 mod process;
+mod several;
 mod ssh;
 mod txn;

@@ -8,7 +8,7 @@ use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::{LinkState, Toxic};
 use gauntlet_nemesis::faults::{Heal, LinkEffect, LinkToxic, Needs};
-use gauntlet_nemesis::{FaultKind, Role, Schedule};
+use gauntlet_nemesis::{FaultKind, Pacing, Role, Schedule};
 use std::time::Duration;
 
 /// A replayed schedule, read whole: a fault name it cannot read refuses the
@@ -159,21 +159,35 @@ pub(super) fn schedule_for(
     }
     let mut kinds = Vec::new();
     for &kind in &scenario.nemesis {
-        if let Err(why) = able(kind.needs(), deployment, scenario) {
-            return Err(HarnessError::Scenario(format!(
-                "{kind} on {}: {why}",
-                scenario.broker
-            )));
+        // A sequence (`pause-kill`) needs what its faults need, besides its own.
+        let needs = std::iter::once(kind)
+            .chain(kind.expands_to())
+            .map(FaultKind::needs);
+        for n in needs {
+            if let Err(why) = able(n, deployment, scenario) {
+                return Err(HarnessError::Scenario(format!(
+                    "{kind} on {}: {why}",
+                    scenario.broker
+                )));
+            }
         }
         kinds.push(kind);
     }
-    Ok(Schedule::generate(
+    if scenario.nemesis_concurrency == 0 {
+        return Err(HarnessError::Scenario(
+            "nemesis-concurrency is 0: at least 1 fault must be allowed at once".into(),
+        ));
+    }
+    Ok(Schedule::paced(
         scenario.seed,
         &kinds,
         &deployment.nodes(),
-        time,
-        parse_duration(&scenario.nemesis_interval)?,
-        parse_duration(&scenario.nemesis_duration)?,
+        Pacing {
+            time,
+            interval: parse_duration(&scenario.nemesis_interval)?,
+            duration: parse_duration(&scenario.nemesis_duration)?,
+            concurrency: scenario.nemesis_concurrency,
+        },
     ))
 }
 

@@ -61,6 +61,12 @@ pub struct Scenario {
     /// How long a fault lasts before it is healed.
     #[serde(default = "default_fault_duration")]
     pub nemesis_duration: String,
+    /// How many drawn faults may be on at once: 1 (the default), one after
+    /// the other; above 1, a fault is drawn `nemesis-interval` after the
+    /// previous one's start and may overlap it, never on the same node
+    /// (docs/nemesis.md, "Overlapping faults").
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub nemesis_concurrency: usize,
     /// A schedule to replay instead of generating one (`<run>/schedule.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<PathBuf>,
@@ -96,6 +102,12 @@ fn default_interval() -> String {
 }
 fn default_fault_duration() -> String {
     "3s".into()
+}
+fn one() -> usize {
+    1
+}
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 fn default_results() -> PathBuf {
     PathBuf::from("results")
@@ -302,6 +314,7 @@ impl Scenario {
                 .collect(),
             nemesis_interval: default_interval(),
             nemesis_duration: default_fault_duration(),
+            nemesis_concurrency: 1,
             replay: None,
             storage: StorageConfig::default(),
             redis: RedisConfig::default(),

@@ -703,3 +703,315 @@ async fn a_disk_fault_is_refused_before_anything_starts_where_no_filesystem_can_
         );
     }
 }
+
+/// A scheduled fault by name, for the player tests.
+fn sf(at_ms: u64, duration_ms: u64, fault: &str, targets: &[&str]) -> ScheduledFault {
+    ScheduledFault {
+        at_ms,
+        duration_ms,
+        fault: FaultKind::from_str(fault).expect("fault"),
+        targets: targets.iter().map(|t| t.to_string()).collect(),
+        pick: 0,
+    }
+}
+
+/// (type, f, fault_id) of each event.
+fn kinds_of(evs: &[serde_json::Value]) -> Vec<(String, String, u64)> {
+    evs.iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["f"].as_str().unwrap_or("").to_string(),
+                e["value"]["fault_id"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn counts_pause_kill_and_concurrency_are_drawn_or_refused_by_the_run() {
+    let three = FakeDeployment::new(BrokerKind::Redis, 3);
+    let s = Scenario {
+        time: "30s".into(),
+        ..scenario("redis", &["kill-broker:majority", "pause:minority"])
+    };
+    let a = schedule_for(&s, &three, Duration::from_secs(30)).expect("schedule");
+    assert!(a.faults.len() >= 3, "{a:?}");
+    for f in &a.faults {
+        let want = if f.fault.to_string() == "kill-broker:majority" {
+            2
+        } else {
+            1
+        };
+        assert_eq!(f.targets.len(), want, "{f:?}");
+    }
+    // The same seed draws the same nodes; the file replays them.
+    assert_eq!(
+        schedule_for(&s, &three, Duration::from_secs(30)).ok(),
+        Some(a.clone())
+    );
+    // pause-kill: three nodes, and what its pause and crash need.
+    let two = FakeDeployment::new(BrokerKind::Redis, 2);
+    let got = refusal(&scenario("redis", &["pause-kill"]), &two);
+    assert!(
+        got.contains("pause-kill on redis: needs at least three nodes, the deployment has 2"),
+        "{got}"
+    );
+    let no_pause = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.pause = false);
+    let got = refusal(&scenario("redis", &["pause-kill"]), &no_pause);
+    assert!(
+        got.contains("pause-kill on redis: the deployment cannot pause nodes"),
+        "{got}"
+    );
+    let no_proc = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.process_faults = false);
+    let got = refusal(&scenario("redis", &["kill-broker:all"]), &no_proc);
+    assert!(
+        got.contains("kill-broker:all on redis: the deployment does not offer process faults"),
+        "{got}"
+    );
+    let pk = schedule_for(
+        &scenario("redis", &["pause-kill"]),
+        &three,
+        Duration::from_secs(20),
+    )
+    .expect("pause-kill on three nodes");
+    let names: Vec<String> = pk.faults.iter().map(|f| f.fault.to_string()).collect();
+    assert_eq!(names[..3], ["pause", "kill-broker", "pause"], "{pk:?}");
+    // Concurrency: from the scenario; 0 is refused.
+    let mut over = Scenario {
+        nemesis_interval: "1s".into(),
+        nemesis_duration: "4s".into(),
+        nemesis_concurrency: 2,
+        ..scenario("redis", &["kill-broker", "pause"])
+    };
+    let o = schedule_for(&over, &three, Duration::from_secs(30)).expect("overlap");
+    assert!(
+        o.faults.windows(2).any(|w| w[1].at_ms < w[0].end_ms()),
+        "faults overlap: {o:?}"
+    );
+    over.nemesis_concurrency = 1;
+    let serial = schedule_for(&over, &three, Duration::from_secs(30)).expect("serial");
+    assert!(serial
+        .faults
+        .windows(2)
+        .all(|w| w[0].end_ms() <= w[1].at_ms));
+    over.nemesis_concurrency = 0;
+    let got = refusal(&over, &three);
+    assert!(got.contains("nemesis-concurrency is 0"), "{got}");
+    // The setting reads and writes as `nemesis-concurrency`; 1 is not written.
+    let read = Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nnemesis-concurrency = 3\n")
+        .expect("scenario");
+    assert_eq!(read.nemesis_concurrency, 3);
+    assert!(read.to_toml().contains("nemesis-concurrency = 3"));
+    assert!(!Scenario::default_scenario()
+        .to_toml()
+        .contains("nemesis-concurrency"));
+}
+
+#[tokio::test]
+async fn several_targets_are_faulted_at_once_and_each_is_healed() {
+    // kill-broker:majority on n1 and n3 from 0 to 150 ms; pause:minority on n2
+    // from 50 to 250 ms, overlapping it; restart-broker:all at 300 ms.
+    let dir = temp("several");
+    let history = dir.join("history.jsonl");
+    let recorder = Recorder::create(&history).expect("recorder");
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let schedule = Schedule {
+        seed: 1,
+        faults: vec![
+            sf(0, 150, "kill-broker:majority", &["n1", "n3"]),
+            sf(50, 200, "pause:minority", &["n2"]),
+            sf(300, 0, "restart-broker:all", &["n1", "n2", "n3"]),
+        ],
+    };
+    let c = cluster(&d, Pool::default(), false);
+    let t0 = Instant::now();
+    super::nemesis::run_schedule(&schedule, &c, &recorder, t0, &EventSink::discard()).await;
+    let calls = d.calls();
+    assert_eq!(
+        calls,
+        [
+            "kill n1",
+            "kill n3",
+            "pause n2",
+            "start n1",
+            "start n3",
+            "unpause n2",
+            "kill n1",
+            "kill n2",
+            "kill n3",
+            "start n1",
+            "start n2",
+            "start n3",
+        ],
+        "took {:?}",
+        t0.elapsed()
+    );
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let evs = events(&history);
+    let ev = |t: &str, f: &str, id: u64| (t.to_string(), f.to_string(), id);
+    assert_eq!(
+        kinds_of(&evs),
+        [
+            ev("invoke", "kill", 0),
+            ev("info", "kill", 0),
+            ev("invoke", "pause", 1),
+            ev("info", "pause", 1),
+            ev("invoke", "start", 0),
+            ev("info", "start", 0),
+            ev("invoke", "resume", 1),
+            ev("info", "resume", 1),
+            ev("invoke", "restart", 2),
+            ev("info", "restart", 2),
+            ev("invoke", "restarted", 2),
+            ev("info", "restarted", 2),
+        ],
+        "{evs:?}"
+    );
+    // The start and end events name every node: two down at once, then both back.
+    let two = serde_json::json!(["n1", "n3"]);
+    assert_eq!(evs[0]["value"]["fault"], "kill-broker:majority");
+    assert_eq!(evs[0]["value"]["targets"], two);
+    for i in [0, 1, 5] {
+        assert_eq!(evs[i]["value"]["nodes"], two, "{}", evs[i]);
+    }
+    assert_eq!(evs[4]["value"]["targets"], two);
+    assert_eq!(evs[1]["value"]["each"][1]["node"], "n3");
+    assert_eq!(evs[3]["value"]["node"], "n2");
+    assert_eq!(
+        evs[9]["value"]["nodes"],
+        serde_json::json!(["n1", "n2", "n3"])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_fault_that_fails_on_one_of_its_nodes_heals_the_others() {
+    let dir = temp("partial");
+    let history = dir.join("history.jsonl");
+    let recorder = Recorder::create(&history).expect("recorder");
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let schedule = Schedule {
+        seed: 1,
+        faults: vec![sf(0, 5_000, "pause", &["n1", "n9", "n2"])],
+    };
+    let c = cluster(&d, Pool::default(), false);
+    let t0 = Instant::now();
+    super::nemesis::run_schedule(&schedule, &c, &recorder, t0, &EventSink::discard()).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "no heal to wait for: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        d.calls(),
+        ["pause n1", "pause n2", "unpause n1", "unpause n2"]
+    );
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let evs = events(&history);
+    assert_eq!(evs.len(), 2, "{evs:?}");
+    let error = evs[1]["value"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("pause on n1+n9+n2")
+            && error.contains("no node n9")
+            && error.contains("then healed on n1, n2"),
+        "{error}"
+    );
+    assert_eq!(evs[1]["value"]["end"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn pause_kill_plays_jepsens_steps_in_order_and_heals_every_node() {
+    let d = FakeDeployment::new(BrokerKind::Redis, 3);
+    let s = Scenario {
+        nemesis_interval: "100ms".into(),
+        nemesis_duration: "200ms".into(),
+        ..scenario("redis", &["pause-kill"])
+    };
+    let schedule = schedule_for(&s, &d, Duration::from_secs(3)).expect("schedule");
+    assert_eq!(schedule.faults.len(), 3, "{schedule:?}");
+    let [p1, crash, p2] = [0, 1, 2].map(|i| schedule.faults[i].targets_line());
+    let dir = temp("pausekill");
+    let recorder = Recorder::create(&dir.join("history.jsonl")).expect("recorder");
+    let c = cluster(&d, Pool::default(), false);
+    let t0 = Instant::now();
+    super::nemesis::run_schedule(&schedule, &c, &recorder, t0, &EventSink::discard()).await;
+    assert_eq!(
+        d.calls(),
+        [
+            format!("pause {p1}"),
+            format!("kill {crash}"),
+            format!("pause {p2}"),
+            format!("unpause {p1}"),
+            format!("start {crash}"),
+            format!("unpause {p2}"),
+        ],
+        "took {:?}",
+        t0.elapsed()
+    );
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_several_node_kill_and_pause_cut_short_are_undone_by_the_final_heal() {
+    // The schedule is cut while n1..n3 are killed and n4, n5 paused (as a failed
+    // history write cuts it); the final heal brings all five back.
+    let dir = temp("cutshort");
+    let history = dir.join("history.jsonl");
+    let recorder = Arc::new(Recorder::create(&history).expect("recorder"));
+    let d = FakeDeployment::new(BrokerKind::Redis, 5);
+    let schedule = Schedule {
+        seed: 1,
+        faults: vec![
+            sf(0, 60_000, "kill-broker:majority", &["n1", "n2", "n3"]),
+            sf(0, 60_000, "pause:minority", &["n4", "n5"]),
+        ],
+    };
+    let c = cluster(&d, Pool::default(), false);
+    let t0 = Instant::now();
+    let all_down = || {
+        ["n1", "n2", "n3"]
+            .iter()
+            .all(|n| d.state_of(n) == Some(NodeState::Killed))
+            && ["n4", "n5"]
+                .iter()
+                .all(|n| d.state_of(n) == Some(NodeState::Paused))
+    };
+    let sink = EventSink::discard();
+    // Boxed so that dropping it (as the run's select drops it) ends it here.
+    let mut play = Box::pin(super::nemesis::run_schedule(
+        &schedule, &c, &recorder, t0, &sink,
+    ));
+    let deadline = t0 + Duration::from_secs(20);
+    while !all_down() {
+        tokio::select! {
+            () = &mut play => panic!("the schedule ended early"),
+            () = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        assert!(Instant::now() < deadline, "not all down: {:?}", d.calls());
+    }
+    eprintln!("all five down after {:?}", t0.elapsed());
+    drop(play);
+    let spec = spec(fake_worker(&dir, false), 1);
+    finish(&c, &spec, &recorder, &[], &EventSink::discard())
+        .await
+        .expect("finish");
+    for n in ["n1", "n2", "n3", "n4", "n5"] {
+        assert_eq!(d.state_of(n), Some(NodeState::Up), "{n}");
+    }
+    let evs = events(&history);
+    let healed = evs
+        .iter()
+        .find(|e| e["f"] == "heal-all" && e["type"] == "info")
+        .expect("heal-all");
+    assert_eq!(healed["value"]["problems"], serde_json::json!([]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,6 +10,7 @@
 //! [`partition`], [`link`] (the client proxy). The harness has no list of
 //! faults of its own: it asks the table.
 use crate::{Cluster, NemesisError};
+use futures_util::future::join_all;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 use std::fmt;
@@ -25,7 +26,7 @@ pub mod partition;
 pub use consumer::KillConsumerAt;
 pub use disk::Corruption;
 pub use link::{LinkEffect, LinkFault, LinkToxic};
-pub use node::{find_role, NodeFault, Role};
+pub use node::{find_role, NodeFault, Role, Spread};
 pub use partition::{apply_grudge, complete_grudge, grudge, heal_network, Grudge, Shape};
 
 /// A fault, as named on the command line (`--nemesis kill-consumer:before-ack,partition`),
@@ -72,6 +73,17 @@ pub enum FaultKind {
     /// A node's data directory emptied while it is down (a disk replaced);
     /// started again when it heals.
     Wipe,
+    /// A node fault on a count of broker nodes (`kill-broker:majority`,
+    /// `pause:all`, ...): the schedule draws which nodes and names them; the
+    /// fault is done on each at once and each is healed.
+    OnNodes(NodeFault, Spread),
+    /// Jepsen's `pause-kill` (needs >= 3 nodes): a minority paused, the next
+    /// node crashed (by the node fault carried, `kill-broker` unless named:
+    /// `pause-kill:restart-broker`), the rest paused and the minority resumed
+    /// while the crashed node comes back, then the rest resumed. The schedule
+    /// generator expands it into those faults on named nodes; it is never
+    /// played itself.
+    PauseKill(NodeFault),
     /// A transformer of the txn workload destroys its client in the middle of
     /// 20% of its transactions; the workload does it, never the schedule.
     CrashProducer,
@@ -159,6 +171,9 @@ pub enum Acts {
     ClientProxy,
     /// In the workload itself: never scheduled.
     Workload,
+    /// A named sequence of other faults, which the schedule generator expands
+    /// into them on named nodes (`pause-kill`): never played itself.
+    Sequence,
 }
 
 /// One fault's specification: everything about it but its body.
@@ -201,6 +216,35 @@ fn role(arg: &str) -> Option<Role> {
     Role::ALL.into_iter().find(|r| r.name() == arg)
 }
 
+/// A node fault's argument when it is a role (`leader`) or, for a node fault
+/// that takes counts, a count of nodes (`majority`). Every node fault's entry
+/// parses its argument through this, so a new [`NodeFault`] gets both.
+fn aimed(f: NodeFault, arg: &str) -> Option<FaultKind> {
+    if let Some(r) = role(arg) {
+        return Some(FaultKind::OnRole(f, r));
+    }
+    Spread::from_name(arg)
+        .filter(|_| f.takes_counts())
+        .map(|s| FaultKind::OnNodes(f, s))
+}
+
+/// The crash of `pause-kill:CRASH`: a node fault that crashes a node, by the
+/// name of its fault on one node (`kill-broker`, `restart-broker`).
+fn crash(arg: &str) -> Option<NodeFault> {
+    NodeFault::ALL
+        .into_iter()
+        .find(|f| f.crashes() && f.on_node().to_string() == arg)
+}
+
+/// The names `pause-kill:CRASH` takes (the unknown-fault error lists them).
+pub fn crashes() -> Vec<String> {
+    NodeFault::ALL
+        .into_iter()
+        .filter(|f| f.crashes())
+        .map(|f| f.on_node().to_string())
+        .collect()
+}
+
 /// A number argument (`latency:250`, `latency:250ms`), `default` when absent.
 fn num(arg: Option<&str>, default: u32) -> Option<u32> {
     match arg {
@@ -236,11 +280,11 @@ const PROCESS: Needs = Needs {
 
 static KILL_BROKER: FaultSpec = FaultSpec {
     name: "kill-broker",
-    syntax: "kill-broker[:ROLE]",
+    syntax: "kill-broker[:ROLE|:COUNT]",
     aliases: &["kill"],
     parse: |a| match a {
         None => Some(FaultKind::KillBroker),
-        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Kill, r)),
+        Some(a) => aimed(NodeFault::Kill, a),
     },
     needs: PROCESS,
     history: ("kill", "start"),
@@ -252,12 +296,12 @@ static KILL_BROKER: FaultSpec = FaultSpec {
 
 static RESTART_BROKER: FaultSpec = FaultSpec {
     name: "restart-broker",
-    syntax: "restart-broker[:mid-batch|:ROLE]",
+    syntax: "restart-broker[:mid-batch|:ROLE|:COUNT]",
     aliases: &[],
     parse: |a| match a {
         None => Some(FaultKind::RestartBroker { mid_batch: false }),
         Some("mid-batch") => Some(FaultKind::RestartBroker { mid_batch: true }),
-        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Restart, r)),
+        Some(a) => aimed(NodeFault::Restart, a),
     },
     needs: PROCESS,
     history: ("restart", "restarted"),
@@ -269,11 +313,11 @@ static RESTART_BROKER: FaultSpec = FaultSpec {
 
 static PAUSE: FaultSpec = FaultSpec {
     name: "pause",
-    syntax: "pause[:ROLE]",
+    syntax: "pause[:ROLE|:COUNT]",
     aliases: &[],
     parse: |a| match a {
         None => Some(FaultKind::Pause),
-        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::Pause, r)),
+        Some(a) => aimed(NodeFault::Pause, a),
     },
     needs: Needs {
         pause: true,
@@ -412,12 +456,12 @@ const DISK: Needs = Needs {
 
 static POWER_LOSS: FaultSpec = FaultSpec {
     name: "power-loss",
-    syntax: "power-loss[:torn|:ROLE]",
+    syntax: "power-loss[:torn|:ROLE|:COUNT]",
     aliases: &[],
     parse: |a| match a {
         None => Some(FaultKind::PowerLoss { torn: false }),
         Some("torn") => Some(FaultKind::PowerLoss { torn: true }),
-        Some(r) => role(r).map(|r| FaultKind::OnRole(NodeFault::PowerLoss, r)),
+        Some(a) => aimed(NodeFault::PowerLoss, a),
     },
     needs: DISK,
     history: ("power-loss", "power-on"),
@@ -459,6 +503,26 @@ static WIPE: FaultSpec = FaultSpec {
     plan: "",
 };
 
+static PAUSE_KILL: FaultSpec = FaultSpec {
+    name: "pause-kill",
+    syntax: "pause-kill[:CRASH]",
+    aliases: &[],
+    parse: |a| match a {
+        None => Some(FaultKind::PauseKill(NodeFault::Kill)),
+        Some(a) => crash(a).map(FaultKind::PauseKill),
+    },
+    // The pauses' and the crash's needs are its parts' ([`FaultKind::expands_to`]).
+    needs: Needs {
+        nodes: 3,
+        ..NOTHING
+    },
+    history: ("pause-kill", "pause-kill-end"),
+    ends: Ends::AfterDuration,
+    heal: Heal::Nothing,
+    acts: Acts::Sequence,
+    plan: "expanded by the schedule into its pauses and crash on named nodes; never played itself",
+};
+
 static CRASH_PRODUCER: FaultSpec = FaultSpec {
     name: "crash-producer",
     syntax: "crash-producer",
@@ -477,7 +541,7 @@ static CRASH_PRODUCER: FaultSpec = FaultSpec {
 
 /// The table: every fault's specification, in the order the unknown-fault
 /// error lists their syntax. Parsing tries the entries in this order.
-pub static FAULTS: [&FaultSpec; 20] = [
+pub static FAULTS: [&FaultSpec; 21] = [
     &KILL_CONSUMER,
     &KILL_BROKER,
     &RESTART_BROKER,
@@ -497,6 +561,7 @@ pub static FAULTS: [&FaultSpec; 20] = [
     &POWER_LOSS,
     &CORRUPT,
     &WIPE,
+    &PAUSE_KILL,
     &CRASH_PRODUCER,
 ];
 
@@ -531,15 +596,27 @@ impl FaultKind {
                 LinkFault::Blackhole => &BLACKHOLE,
             },
             FaultKind::Netem { .. } => &NETEM,
-            FaultKind::OnRole(f, _) => f.on_node().spec(),
+            FaultKind::OnRole(f, _) | FaultKind::OnNodes(f, _) => f.on_node().spec(),
             FaultKind::PowerLoss { .. } => &POWER_LOSS,
             FaultKind::Corrupt(_) => &CORRUPT,
             FaultKind::Wipe => &WIPE,
+            FaultKind::PauseKill(_) => &PAUSE_KILL,
             FaultKind::CrashProducer => &CRASH_PRODUCER,
         }
     }
 
-    /// What this fault needs from a deployment.
+    /// The faults a sequence is made of (`pause-kill`: the pause and its
+    /// crash), each of whose needs the deployment must also meet; none for
+    /// any other fault.
+    pub fn expands_to(self) -> Vec<FaultKind> {
+        match self {
+            FaultKind::PauseKill(crash) => vec![FaultKind::Pause, crash.on_node()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// What this fault needs from a deployment (a sequence: besides its
+    /// parts' needs, [`FaultKind::expands_to`]).
     pub fn needs(self) -> Needs {
         let needs = self.spec().needs;
         match self {
@@ -571,6 +648,9 @@ impl FaultKind {
             FaultKind::OnRole(_, role) => role.name().into(),
             FaultKind::PowerLoss { torn: true } => "torn".into(),
             FaultKind::Corrupt(c) => c.name().into(),
+            FaultKind::OnNodes(_, spread) => spread.name().into(),
+            FaultKind::PauseKill(NodeFault::Kill) => return None,
+            FaultKind::PauseKill(crash) => crash.on_node().to_string(),
         })
     }
 }
@@ -643,6 +723,25 @@ pub(super) fn failed(kind: FaultKind, target: &str, e: impl fmt::Display) -> Nem
     }
 }
 
+/// Why a sequence is not played: the schedule generator expands it.
+fn not_played(kind: FaultKind) -> NemesisError {
+    NemesisError::Unsupported {
+        fault: kind.to_string(),
+        why: "a sequence is expanded into its faults on named nodes when a schedule is \
+              generated; a schedule lists those, never the sequence"
+            .into(),
+    }
+}
+
+/// `n1, n2`, or `no node`.
+fn node_list(nodes: &[String]) -> String {
+    if nodes.is_empty() {
+        "no node".into()
+    } else {
+        nodes.join(", ")
+    }
+}
+
 /// `{"node": n}` for one node, `{"nodes": [...]}` for several, `{}` for none.
 pub fn node_fields(nodes: &[String]) -> Value {
     match nodes {
@@ -657,13 +756,20 @@ impl Fault {
     /// uses `pick`, by partition shapes, which shuffle the nodes by `pick`, and by
     /// faults aimed at a role, which ask the cluster for the node). A fault aimed at
     /// a role comes back as the plain node fault on the node found, which is what
-    /// `stop` heals. On several targets the fault is done on each in turn.
+    /// `stop` heals; a fault on a count of nodes as the plain node fault on the
+    /// nodes the schedule drew. On several targets the fault is done on all of
+    /// them at once; when it fails on one, those it was done on are healed
+    /// before the error comes back.
     pub async fn start(
         kind: FaultKind,
         cluster: &Cluster<'_>,
         targets: &[String],
         pick: u64,
     ) -> Result<(Fault, Value), NemesisError> {
+        let kind = match kind {
+            FaultKind::OnNodes(f, _) => f.on_node(),
+            k => k,
+        };
         if let FaultKind::OnRole(f, role) = kind {
             let node = find_role(cluster, kind, role).await?;
             let kind = f.on_node();
@@ -683,6 +789,7 @@ impl Fault {
                     value,
                 ));
             }
+            Acts::Sequence => return Err(not_played(kind)),
             Acts::Nodes | Acts::ClientProxy => {}
         }
         let fault = Fault {
@@ -692,11 +799,43 @@ impl Fault {
         match targets {
             [one] => Ok((fault, Fault::start_on(kind, cluster, one, pick).await?)),
             many => {
+                let results =
+                    join_all(many.iter().map(|t| Fault::start_on(kind, cluster, t, pick))).await;
                 let mut each = Vec::new();
-                for t in many {
-                    each.push(Fault::start_on(kind, cluster, t, pick).await?);
+                let mut done = Vec::new();
+                let mut first_error = None;
+                for (t, r) in many.iter().zip(results) {
+                    match r {
+                        Ok(v) => {
+                            each.push(v);
+                            done.push(t.clone());
+                        }
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
                 }
-                Ok((fault, json!({ "nodes": many, "each": each })))
+                let Some(e) = first_error else {
+                    return Ok((fault, json!({ "nodes": many, "each": each })));
+                };
+                // Undo it where it was done, so no node stays down unrecorded.
+                let partial = Fault {
+                    kind,
+                    targets: done,
+                };
+                let healed = match partial.stop(cluster).await {
+                    Ok(_) => format!("healed on {}", node_list(&partial.targets)),
+                    Err(h) => format!("healing {} failed: {h}", node_list(&partial.targets)),
+                };
+                Err(NemesisError::Failed {
+                    fault: kind.to_string(),
+                    target: many.join("+"),
+                    why: if partial.targets.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{e} (done on the others, then {healed})")
+                    },
+                })
             }
         }
     }
@@ -750,24 +889,30 @@ impl Fault {
             FaultKind::OnRole(..) => {
                 return Err(failed(kind, target, "a role is resolved by `start`"))
             }
+            FaultKind::OnNodes(f, _) => {
+                return Err(failed(
+                    kind,
+                    target,
+                    format!("a count of nodes is done by `start` as {}", f.on_node()),
+                ))
+            }
+            FaultKind::PauseKill(_) => return Err(not_played(kind)),
         })
     }
 
-    /// Heals the fault, as its table entry says ([`FaultSpec::heal`]).
+    /// Heals the fault, as its table entry says ([`FaultSpec::heal`]). Several
+    /// nodes are healed at once, each of them even when another fails (the
+    /// first error comes back).
     pub async fn stop(&self, cluster: &Cluster<'_>) -> Result<Value, NemesisError> {
         let nodes = node_fields(&self.targets);
         match self.kind.spec().heal {
             Heal::Nothing => Ok(json!({})),
             Heal::StartNodes => {
-                for t in &self.targets {
-                    cluster.start_node(t).await?;
-                }
+                each_node(&self.targets, |t| cluster.start_node(t)).await?;
                 Ok(nodes)
             }
             Heal::UnpauseNodes => {
-                for t in &self.targets {
-                    cluster.unpause_node(t).await?;
-                }
+                each_node(&self.targets, |t| cluster.unpause_node(t)).await?;
                 Ok(nodes)
             }
             Heal::FlushNetwork => {
@@ -781,13 +926,23 @@ impl Fault {
                 Ok(v)
             }
             Heal::RemoveDelay => {
-                for t in &self.targets {
-                    cluster.remove_delay(t).await?;
-                }
+                each_node(&self.targets, |t| cluster.remove_delay(t)).await?;
                 Ok(nodes)
             }
         }
     }
+}
+
+/// `op` on every node at once; all of them are tried, the first error comes back.
+async fn each_node<'a, F, Fut>(nodes: &'a [String], op: F) -> Result<(), NemesisError>
+where
+    F: Fn(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<(), NemesisError>>,
+{
+    join_all(nodes.iter().map(|n| op(n)))
+        .await
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
-//! Faults on broker nodes and the roles they can be aimed at: `kill-broker`,
-//! `restart-broker[:mid-batch]`, `pause`, and `<fault>:<role>`.
+//! Faults on broker nodes, the roles they can be aimed at and the counts of
+//! nodes they can take: `kill-broker`, `restart-broker[:mid-batch]`, `pause`,
+//! `<fault>:<role>` and `<fault>:<count>`.
 use super::{failed, FaultKind};
 use crate::{Cluster, NemesisError};
 use serde_json::{json, Value};
 use std::fmt;
 
-/// The node faults that can target a role ([`FaultKind::OnRole`]).
+/// The node faults that can target a role ([`FaultKind::OnRole`]) or a count of
+/// nodes ([`FaultKind::OnNodes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeFault {
     /// SIGKILL the node in the role, start it when the fault ends (`kill-broker`).
@@ -39,6 +41,66 @@ impl NodeFault {
             NodeFault::Isolate => FaultKind::Partition,
             NodeFault::PowerLoss => FaultKind::PowerLoss { torn: false },
         }
+    }
+
+    /// Whether it takes a count of nodes (`:minority`, `:majority`, `:all`):
+    /// every node fault but the partition, whose `:majority` is the halves
+    /// shape (`partition:halves`).
+    pub fn takes_counts(self) -> bool {
+        !matches!(self, NodeFault::Isolate)
+    }
+
+    /// Whether it crashes the node, so it can be the crash of `pause-kill`:
+    /// every node fault but a pause and a partition.
+    pub fn crashes(self) -> bool {
+        !matches!(self, NodeFault::Pause | NodeFault::Isolate)
+    }
+}
+
+/// How many of the broker nodes a node fault takes ([`FaultKind::OnNodes`]);
+/// the schedule draws which. Never the storage node (a role names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spread {
+    /// `(n-1)/2` nodes, at least one: the most that leave a majority up.
+    Minority,
+    /// `n/2 + 1` nodes: the fewest that take a majority.
+    Majority,
+    /// Every broker node.
+    All,
+}
+
+impl Spread {
+    /// Every count, in the order the unknown-fault error lists them.
+    pub const ALL: [Spread; 3] = [Spread::Minority, Spread::Majority, Spread::All];
+
+    /// The name after the fault's, as in `kill-broker:majority`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Spread::Minority => "minority",
+            Spread::Majority => "majority",
+            Spread::All => "all",
+        }
+    }
+
+    /// The count it names.
+    pub fn from_name(name: &str) -> Option<Spread> {
+        Spread::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// How many of `n` broker nodes it takes (never more than `n`).
+    pub fn count(self, n: usize) -> usize {
+        match self {
+            Spread::Minority => (n.saturating_sub(1) / 2).max(1),
+            Spread::Majority => n / 2 + 1,
+            Spread::All => n,
+        }
+        .min(n)
+    }
+}
+
+impl fmt::Display for Spread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

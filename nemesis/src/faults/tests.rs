@@ -275,3 +275,104 @@ fn link_effects() {
         }
     );
 }
+
+#[test]
+fn counts_of_nodes_parse_display_and_say_how_many() {
+    for s in [
+        "kill-broker:minority",
+        "kill-broker:majority",
+        "kill-broker:all",
+        "restart-broker:all",
+        "restart-broker:majority",
+        "pause:minority",
+        "pause:majority",
+        "pause:all",
+    ] {
+        let k = FaultKind::from_str(s).expect(s);
+        assert!(matches!(k, FaultKind::OnNodes(..)), "{s}: {k:?}");
+        assert_eq!(k.to_string(), s);
+    }
+    // Every node fault that takes counts takes every count, and round-trips.
+    for f in NodeFault::ALL.into_iter().filter(|f| f.takes_counts()) {
+        for c in Spread::ALL {
+            let k = FaultKind::OnNodes(f, c);
+            assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k), "{k}");
+            // Its entry, needs and history names are the node fault's.
+            assert!(std::ptr::eq(k.spec(), f.on_node().spec()));
+            assert_eq!(k.needs(), f.on_node().needs());
+        }
+    }
+    // The partition shapes keep their names: `partition:majority` is the halves.
+    assert_eq!(
+        FaultKind::from_str("partition:majority").ok(),
+        Some(FaultKind::PartitionShape(Shape::Halves))
+    );
+    for bad in [
+        "partition:minority",
+        "partition:all",
+        "kill-broker:most",
+        "kill-consumer:all",
+        "restart-broker:mid-batch:all",
+    ] {
+        assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+    }
+    // minority (n-1)/2 (at least 1), majority n/2+1, all n.
+    let counts: Vec<[usize; 3]> = (1..=7).map(|n| Spread::ALL.map(|c| c.count(n))).collect();
+    assert_eq!(
+        counts,
+        [
+            [1, 1, 1],
+            [1, 2, 2],
+            [1, 2, 3],
+            [1, 3, 4],
+            [2, 3, 5],
+            [2, 4, 6],
+            [3, 4, 7]
+        ]
+    );
+    assert_eq!(Spread::Majority.count(0), 0);
+}
+
+#[test]
+fn pause_kill_is_a_sequence_of_a_pause_and_a_crash() {
+    let k = FaultKind::from_str("pause-kill").expect("pause-kill");
+    assert_eq!(k, FaultKind::PauseKill(NodeFault::Kill));
+    assert_eq!(k.to_string(), "pause-kill");
+    assert_eq!(k.spec().acts, Acts::Sequence);
+    assert_eq!(k.needs().nodes, 3);
+    assert_eq!(
+        k.expands_to(),
+        vec![FaultKind::Pause, FaultKind::KillBroker]
+    );
+    let r = FaultKind::from_str("pause-kill:restart-broker").expect("a crash by restart");
+    assert_eq!(r, FaultKind::PauseKill(NodeFault::Restart));
+    assert_eq!(r.to_string(), "pause-kill:restart-broker");
+    assert_eq!(
+        FaultKind::from_str("pause-kill:kill-broker").ok(),
+        Some(k),
+        "the default crash, named"
+    );
+    for f in NodeFault::ALL.into_iter().filter(|f| f.crashes()) {
+        let k = FaultKind::PauseKill(f);
+        assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k));
+    }
+    // A pause or a partition is no crash.
+    for bad in [
+        "pause-kill:pause",
+        "pause-kill:partition",
+        "pause-kill:leader",
+    ] {
+        assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+    }
+    // The unknown-fault error (and so --nemesis's help) lists the counts and crashes.
+    let e = FaultKind::from_str("kill-broker:most")
+        .expect_err("unknown")
+        .to_string();
+    assert!(
+        e.contains("kill-broker[:ROLE|:COUNT]")
+            && e.contains("pause-kill[:CRASH]")
+            && e.contains("COUNT: minority, majority, all")
+            && e.contains("CRASH: kill-broker, restart-broker"),
+        "{e}"
+    );
+}
