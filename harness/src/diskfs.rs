@@ -79,7 +79,7 @@ pub fn command(fault: DiskFault, seed: u64, data: &DataDir) -> Command {
     let seed = seed.to_string();
     let files = data.files.join(",");
     let args: Vec<&str> = match fault {
-        DiskFault::PowerLoss { torn: false } => vec!["power-loss", "--seed", &seed],
+        DiskFault::PowerLoss { torn: false } => vec!["power-loss"],
         DiskFault::PowerLoss { torn: true } => vec!["power-loss", "--torn", "--seed", &seed],
         DiskFault::Bitflip => vec![
             "corrupt",
@@ -142,7 +142,7 @@ mod tests {
         let c = |f| command(f, 7, &DATA).display();
         assert_eq!(
             c(DiskFault::PowerLoss { torn: false }),
-            "/gauntlet/diskfs power-loss --seed 7"
+            "/gauntlet/diskfs power-loss"
         );
         assert_eq!(
             c(DiskFault::PowerLoss { torn: true }),

@@ -91,7 +91,6 @@ impl DockerDeployment {
     /// stopped; the filesystem's report, or its failure.
     async fn through_fs(&self, node: &str, command: &crate::broker::Command) -> Result<Value> {
         let out = self.exec(node, command, STOP_WAIT).await;
-        let stopped = self.wait_stopped(node).await?;
         let printed = match &out {
             Ok(o) => o.combined(),
             Err(e) => e.to_string(),
@@ -101,6 +100,16 @@ impl DockerDeployment {
             .ok()
             .and_then(|o| diskfs::report(&o.stdout))
             .or_else(|| diskfs::report(&printed));
+        // The filesystem refused (it did nothing and the node runs on): say
+        // why at once; it ends the node only after a report.
+        let refused = matches!(&out, Ok(o) if !o.success()) && report.is_none();
+        if refused && self.running(node).await? {
+            return Err(HarnessError::DiskFs {
+                node: node.to_string(),
+                why: format!("`{}` refused: {}", command.display(), printed.trim()),
+            });
+        }
+        let stopped = self.wait_stopped(node).await?;
         let Some(mut report) = report else {
             let log = self.log_tail(node, Some(40)).await.unwrap_or_default();
             let why = diskfs::failure_in(&log).unwrap_or_else(|| {
