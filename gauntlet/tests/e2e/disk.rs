@@ -318,7 +318,8 @@ fn kafka_storage_power_loss_keeps_with_fsync_and_loses_without() {
 
 /// What a corruption did, and what the corrupted node said about it in its log.
 fn corruption_finding(r: &Run, label: &str) -> Value {
-    let reports = disk_reports(r, "corrupt");
+    let f = if label == "wipe" { "wipe" } else { "corrupt" };
+    let reports = disk_reports(r, f);
     assert_eq!(reports.len(), 1, "{reports:?}");
     let disk = reports[0]["value"]["disk"].clone();
     let log = std::fs::read_to_string(r.dir.join("nodes").join("n1.log")).unwrap_or_default();
@@ -371,13 +372,13 @@ replay = "{}"
 
 /// JetStream R3 with one node's data files corrupted while it is down (three
 /// bits flipped in its message blocks and indexes; or its newest data file
-/// cut), then the two other nodes restarted in turn, so the stream's
+/// cut; or its whole data directory gone, a disk replaced), then the two other nodes restarted in turn, so the stream's
 /// leadership must pass through the corrupted node. What it does with it is a
 /// finding (printed, docs/nemesis.md); the test holds the harness to saying
 /// exactly what it changed, and to a verdict.
 #[test]
 fn nats_r3_corrupt_one_node_then_restart_the_others() {
-    for corruption in ["corrupt:bitflip", "corrupt:truncate"] {
+    for corruption in ["corrupt:bitflip", "corrupt:truncate", "wipe"] {
         let t = Instant::now();
         let name = format!("nats-{}", corruption.replace(':', "-"));
         let r = nats_corrupt(&name, corruption);
@@ -390,6 +391,12 @@ fn nats_r3_corrupt_one_node_then_restart_the_others() {
         assert_eq!(disk["fault"], corruption, "{disk}");
         let changes = disk["changes"].as_array().cloned().unwrap_or_default();
         match corruption {
+            "wipe" => {
+                assert!(!changes.is_empty(), "{disk}");
+                for c in &changes {
+                    assert!(c["removed_bytes"].is_u64(), "{c}");
+                }
+            }
             "corrupt:bitflip" => {
                 assert_eq!(changes.len(), 3, "{disk}");
                 for c in &changes {
@@ -417,4 +424,61 @@ fn nats_r3_corrupt_one_node_then_restart_the_others() {
         assert!(html.contains("What the disk faults did"));
         no_leftovers(&r.dir);
     }
+}
+
+/// A node whose filesystem cannot mount (here a stand-in for the binary that
+/// fails as a mount denied by a security profile does: its FAILED line, exit
+/// 86) stops the run before the workload, as a failure of the harness that
+/// names the node and the reason, never as a finding about the broker; and
+/// nothing of the run is left.
+#[test]
+fn a_filesystem_that_cannot_mount_is_a_harness_failure_naming_the_node() {
+    let fake =
+        std::env::temp_dir().join(format!("gauntlet-e2e-{}-fake-diskfs", std::process::id()));
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'gauntlet-diskfs: FAILED: mount /data: Operation not permitted (a denying profile)' >&2\nexit 86\n",
+    )
+    .expect("write the stand-in");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let results = results_dir("diskfs-denied");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .args([
+            "run",
+            "--broker",
+            "redis",
+            "--nodes",
+            "1",
+            "--time",
+            "5s",
+            "--nemesis",
+            "power-loss",
+        ])
+        .arg("--results")
+        .arg(&results)
+        .env("GAUNTLET_DISKFS", &fake)
+        .output()
+        .expect("start gauntlet");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("exit {:?}\n{stderr}", out.status.code());
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(
+            "Gauntlet's filesystem failed in node n1: mount /data: Operation not permitted"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not of the broker"), "{stderr}");
+    let history = history_under(&results);
+    assert!(
+        history.is_none_or(|h| std::fs::read_to_string(h)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            == 0),
+        "no op was recorded"
+    );
 }

@@ -16,6 +16,8 @@ pub(super) enum NodeState {
     Up,
     Killed,
     Paused,
+    /// Starts, and never becomes ready (a node that does not come back).
+    Broken,
 }
 
 pub(super) struct FakeDeployment {
@@ -119,7 +121,9 @@ impl NodeControl for FakeDeployment {
     async fn start(&self, node: &str) -> CtlResult<()> {
         self.known(node)?;
         self.call(format!("start {node}"));
-        self.set_state(node, NodeState::Up);
+        if self.state_of(node) != Some(NodeState::Broken) {
+            self.set_state(node, NodeState::Up);
+        }
         Ok(())
     }
     async fn restart(&self, node: &str, grace: Duration) -> CtlResult<()> {

@@ -182,8 +182,15 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
     let mut notes = Vec::new();
     // The storage node first: the brokers need it to come back.
     let storage = cluster.deployment.storage_node();
-    for n in storage.into_iter().chain(cluster.deployment.nodes()) {
+    // A storage node that does not come back (after a power loss, say) keeps
+    // every broker from being ready: they are started, not waited for.
+    let mut storage_down = false;
+    for n in storage.iter().cloned().chain(cluster.deployment.nodes()) {
         let _ = cluster.deployment.unpause(&n).await;
+        if storage_down {
+            let _ = cluster.deployment.start(&n).await;
+            continue;
+        }
         if cluster
             .deployment
             .wait_ready(&n, Duration::from_secs(2))
@@ -192,6 +199,7 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
         {
             if let Err(e) = c.start_node(&n).await {
                 notes.push(format!("{n}: {e}"));
+                storage_down = storage.as_deref() == Some(n.as_str());
             }
         }
     }
@@ -208,7 +216,12 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
             }
         }
     }
-    if let Err(e) = cluster
+    if storage_down {
+        notes.push(
+            "the brokers were started but not waited for: the storage node did not come back"
+                .into(),
+        );
+    } else if let Err(e) = cluster
         .deployment
         .wait_cluster_ready(Duration::from_secs(120))
         .await

@@ -1015,3 +1015,37 @@ async fn a_several_node_kill_and_pause_cut_short_are_undone_by_the_final_heal() 
     assert_eq!(healed["value"]["problems"], serde_json::json!([]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_storage_node_that_does_not_come_back_is_a_problem_and_the_brokers_are_not_waited_for() {
+    let dir = temp("storage-down");
+    let history = dir.join("history.jsonl");
+    let recorder = Arc::new(Recorder::create(&history).expect("recorder"));
+    let d = FakeDeployment::new(BrokerKind::Kafka, 3).with_storage();
+    d.set_state("storage", NodeState::Broken);
+    d.set_state("n1", NodeState::Killed);
+    let c = cluster(&d, Pool::default(), false);
+    super::nemesis::final_heal(&c, &recorder, &EventSink::discard()).await;
+    let calls = d.calls();
+    assert!(calls.iter().any(|c| c == "start storage"), "{calls:?}");
+    assert!(
+        calls.iter().any(|c| c == "start n1"),
+        "the brokers are started: {calls:?}"
+    );
+    assert!(
+        !calls.iter().any(|c| c == "wait-cluster-ready"),
+        "nor waited for: {calls:?}"
+    );
+    let evs = events(&history);
+    let healed = evs
+        .iter()
+        .find(|e| e["f"] == "heal-all" && e["type"] == "info")
+        .expect("heal-all recorded");
+    let problems = healed["value"]["problems"].to_string();
+    assert!(problems.contains("storage: start on storage"), "{problems}");
+    assert!(
+        problems.contains("the storage node did not come back"),
+        "{problems}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
