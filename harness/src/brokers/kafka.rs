@@ -132,7 +132,9 @@ pub fn is_memory(ctx: &ClusterContext) -> bool {
 /// PostgreSQL listening on its socket only, so no broker sees a half-made schema);
 /// then PostgreSQL runs in the foreground with `fsync` and `synchronous_commit` as
 /// `GAUNTLET_PG_FSYNC` and `GAUNTLET_PG_SYNCHRONOUS_COMMIT` say (both `on` by
-/// default). A restart keeps the data directory.
+/// default). A restart keeps the data directory, and removes a stale
+/// `postmaster.pid` (no other server runs in a new container; after a power
+/// loss with `fsync` off it is empty, and PostgreSQL would refuse to start).
 pub fn storage_script() -> String {
     format!(
         r#"set -eu
@@ -151,6 +153,9 @@ GAUNTLET_SCHEMA
   pg "$B/pg_ctl" -D "$D" -w stop
   echo "gauntlet: schema applied"
 fi
+# A new container runs no other postmaster: a lock file left by a crash or a
+# power loss (empty when its write was never fsynced) is stale.
+rm -f "$D/postmaster.pid"
 exec setpriv --reuid=postgres --regid=postgres --init-groups "$B/postgres" -D "$D"   -c listen_addresses='*' -c unix_socket_directories=/tmp   -c fsync="${{GAUNTLET_PG_FSYNC:-on}}"   -c synchronous_commit="${{GAUNTLET_PG_SYNCHRONOUS_COMMIT:-on}}"
 "#
     )
