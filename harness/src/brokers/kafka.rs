@@ -146,6 +146,7 @@ if [ ! -s "$D/PG_VERSION" ]; then
   install -d -o postgres -g postgres -m 0700 "$D"
   pg "$B/initdb" -D "$D" -U postgres --auth=trust >/dev/null
   echo "host all all 0.0.0.0/0 trust" >> "$D/pg_hba.conf"
+  sync "$D/pg_hba.conf"
   pg "$B/pg_ctl" -D "$D" -w -o "-c listen_addresses='' -c unix_socket_directories=/tmp" start
   pg "$B/psql" -q -h /tmp -U postgres -v ON_ERROR_STOP=1 <<'GAUNTLET_SCHEMA'
 {PG_SCHEMA}
