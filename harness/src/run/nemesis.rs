@@ -185,23 +185,45 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
     // A storage node that does not come back (after a power loss, say) keeps
     // every broker from being ready: they are started, not waited for.
     let mut storage_down = false;
-    for n in storage.iter().cloned().chain(cluster.deployment.nodes()) {
-        let _ = cluster.deployment.unpause(&n).await;
-        if storage_down {
-            let _ = cluster.deployment.start(&n).await;
-            continue;
-        }
-        if cluster
-            .deployment
-            .wait_ready(&n, Duration::from_secs(2))
-            .await
-            .is_err()
-        {
-            if let Err(e) = c.start_node(&n).await {
-                notes.push(format!("{n}: {e}"));
-                storage_down = storage.as_deref() == Some(n.as_str());
+    // Resumed, and started where it does not answer: one node at a time for
+    // the storage node, then every broker at once (a broker that never comes
+    // back costs one readiness wait, not one per node).
+    let back = |n: String| {
+        let c = &c;
+        async move {
+            let _ = cluster.deployment.unpause(&n).await;
+            if cluster
+                .deployment
+                .wait_ready(&n, Duration::from_secs(2))
+                .await
+                .is_err()
+            {
+                if let Err(e) = c.start_node(&n).await {
+                    return Some(format!("{n}: {e}"));
+                }
             }
+            None
         }
+    };
+    if let Some(s) = &storage {
+        if let Some(problem) = back(s.clone()).await {
+            notes.push(problem);
+            storage_down = true;
+        }
+    }
+    if storage_down {
+        for n in cluster.deployment.nodes() {
+            let _ = cluster.deployment.unpause(&n).await;
+            let _ = cluster.deployment.start(&n).await;
+        }
+    } else {
+        let brokers = cluster.deployment.nodes().into_iter().map(back);
+        notes.extend(
+            futures_util::future::join_all(brokers)
+                .await
+                .into_iter()
+                .flatten(),
+        );
     }
     if let Err(e) = heal_network(&c).await {
         notes.push(e.to_string());
