@@ -110,6 +110,23 @@ pub fn failure_in(log: &str) -> Option<String> {
         .find_map(|l| l.split_once(FAILED).map(|(_, why)| why.trim().to_string()))
 }
 
+/// The filesystem's own failure in the node logs a run collected
+/// (`<dir>/<node>.log`), as the error that names the node.
+pub fn failure_in_logs(dir: &Path) -> Option<HarnessError> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.into_iter().find_map(|p| {
+        let text = std::fs::read_to_string(&p).ok()?;
+        let why = failure_in(&text)?;
+        let node = p.file_stem()?.to_string_lossy().into_owned();
+        Some(HarnessError::DiskFs { node, why })
+    })
+}
+
 /// The report the filesystem printed (one JSON object on a line of `stdout`).
 pub fn report(stdout: &str) -> Option<serde_json::Value> {
     stdout
@@ -170,5 +187,23 @@ mod tests {
             Some(12)
         );
         assert_eq!(report("not json"), None);
+    }
+
+    #[test]
+    fn the_filesystems_failure_is_found_in_the_collected_node_logs() {
+        let dir = std::env::temp_dir().join(format!("gauntlet-diskfs-logs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("n1.log"), "ready\n").expect("write");
+        assert!(failure_in_logs(&dir).is_none());
+        std::fs::write(
+            dir.join("n2.log"),
+            "x\ngauntlet-diskfs: FAILED: panic: boom\n",
+        )
+        .expect("write");
+        let e = failure_in_logs(&dir).expect("found").to_string();
+        assert!(e.contains("failed in node n2: panic: boom"), "{e}");
+        assert!(failure_in_logs(&dir.join("none")).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

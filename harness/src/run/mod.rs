@@ -191,6 +191,13 @@ pub async fn run_with_backend(
         figures,
         write_failure,
     } = result?;
+    // Gauntlet's filesystem failing in a node at any time is the harness's
+    // failure: the run says so instead of judging what it did to the broker.
+    if fault_kinds(scenario)?.iter().any(|k| k.needs().disk) {
+        if let Some(e) = crate::diskfs::failure_in_logs(&dir.join(gauntlet_report::folder::NODES)) {
+            return Err(e);
+        }
+    }
 
     if opts.discard_history {
         let verdict = gauntlet_checkers::check(
