@@ -27,6 +27,15 @@ pub(super) fn fault_kinds(scenario: &Scenario) -> Result<Vec<FaultKind>, Harness
     Ok(scenario.nemesis.clone())
 }
 
+/// The disk fault among `kinds` (a sequence's parts count), if any: the run
+/// then mounts Gauntlet's filesystem over the nodes' data.
+pub(super) fn disk_fault(kinds: &[FaultKind]) -> Option<FaultKind> {
+    kinds
+        .iter()
+        .copied()
+        .find(|k| k.needs().disk || k.expands_to().iter().any(|p| p.needs().disk))
+}
+
 /// Whether the run puts the harness's TCP proxy between the clients and the nodes:
 /// only when a fault needs it (the clean path stays direct).
 pub(super) fn needs_proxy(kinds: &[FaultKind]) -> bool {

@@ -13,7 +13,7 @@ use crate::deployment::Deployment;
 use crate::error::HarnessError;
 use crate::proxy::Proxy;
 use crate::RunId;
-use faults::{fault_kinds, needs_proxy};
+use faults::{disk_fault, fault_kinds, needs_proxy};
 use gauntlet_checkers::{CheckOptions, Incomplete, IncompleteReason, Verdict};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -193,7 +193,7 @@ pub async fn run_with_backend(
     } = result?;
     // Gauntlet's filesystem failing in a node at any time is the harness's
     // failure: the run says so instead of judging what it did to the broker.
-    if fault_kinds(scenario)?.iter().any(|k| k.needs().disk) {
+    if disk_fault(&fault_kinds(scenario)?).is_some() {
         if let Some(e) = crate::diskfs::failure_in_logs(&dir.join(gauntlet_report::folder::NODES)) {
             return Err(e);
         }
@@ -277,7 +277,7 @@ async fn deploy_and_run(
     scenario.check_settings(n_nodes)?;
     spec.durability = scenario.durability()?;
     let kinds = fault_kinds(scenario)?;
-    if let Some(disk) = kinds.iter().find(|k| k.needs().disk) {
+    if let Some(disk) = disk_fault(&kinds) {
         // Refused before anything starts: the backend, the image and the
         // binary; the mount itself is tried when the nodes start.
         let refuse = |why: String| HarnessError::Scenario(format!("{disk} on {kind}: {why}"));

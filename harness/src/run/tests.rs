@@ -688,6 +688,16 @@ async fn a_disk_fault_is_refused_before_anything_starts_where_no_filesystem_can_
         assert_eq!(ClusterSpec::new(b).disk_faults(), Ok(()), "{b}");
     }
 
+    // A sequence whose crash is a power loss is a disk fault too.
+    let kinds = |s: &[&str]| -> Vec<FaultKind> {
+        s.iter()
+            .map(|n| FaultKind::from_str(n).expect("a fault"))
+            .collect()
+    };
+    assert!(super::faults::disk_fault(&kinds(&["pause-kill:power-loss"])).is_some());
+    assert!(super::faults::disk_fault(&kinds(&["kill-consumer", "wipe"])).is_some());
+    assert!(super::faults::disk_fault(&kinds(&["pause-kill", "kill-broker:all"])).is_none());
+
     // A deployment whose nodes are not mounted (an SSH host's `--plan`).
     let d = FakeDeployment::new(BrokerKind::Redis, 3);
     for fault in [
