@@ -503,3 +503,63 @@ fn a_filesystem_that_cannot_mount_is_a_harness_failure_naming_the_node() {
         "no op was recorded"
     );
 }
+
+/// A torn write: the primary's power loss keeps a random prefix of the AOF's
+/// unsynced tail (`power-loss:torn`), which can end inside a command. Redis
+/// comes back (it truncates an AOF whose last command is cut short,
+/// `aof-load-truncated yes`), and what it lost is acknowledged sends, never a
+/// node that does not start.
+#[test]
+fn redis_torn_aof_tail_comes_back_truncated() {
+    let t = Instant::now();
+    let name = "redis-power-torn";
+    let schedule = schedule_file(name, &[(8_000, 0, "power-loss:torn", "n1", 41)]);
+    let toml = format!(
+        r#"name = "{name}"
+broker = "redis"
+nodes = 1
+time = "12s"
+rate = 150
+seed = 5
+expect = ["at-least-once"]
+replay = "{}"
+
+[redis]
+appendfsync = "no"
+
+[queue]
+consumers = 1
+processing-ms = 10
+"#,
+        schedule.display()
+    );
+    let r = run_scenario(name, &toml, &[]);
+    report("redis appendfsync no, power-loss:torn", &r, t);
+    let reports = disk_reports(&r, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let disk = &reports[0]["value"]["disk"];
+    eprintln!("torn: the filesystem's report: {disk}");
+    assert_eq!(disk["fault"], "power-loss:torn", "{disk}");
+    assert!(disk["pending_bytes"].as_u64().unwrap_or(0) > 0, "{disk}");
+    assert!(
+        disk["dropped_bytes"].as_u64().unwrap_or(0) > 0,
+        "a torn write loses at least its last byte: {disk}"
+    );
+    assert_eq!(
+        disk["kept_bytes"].as_u64().unwrap_or(0) + disk["dropped_bytes"].as_u64().unwrap_or(0),
+        disk["pending_bytes"].as_u64().unwrap_or(0),
+        "{disk}"
+    );
+    let warnings = r.verdict["warnings"].to_string();
+    assert!(!warnings.contains("did not come back"), "{warnings}");
+    let log = std::fs::read_to_string(r.dir.join("nodes").join("n1.log")).unwrap_or_default();
+    eprintln!(
+        "torn: Redis said: {:?}",
+        log.lines()
+            .filter(|l| l.contains("AOF") || l.contains("truncat"))
+            .take(6)
+            .collect::<Vec<_>>()
+    );
+    assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
+    no_leftovers(&r.dir);
+}
