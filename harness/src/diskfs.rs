@@ -53,6 +53,67 @@ pub fn binary() -> Result<PathBuf, HarnessError> {
     )))
 }
 
+/// The command that builds the binary beside a `gauntlet` built from this
+/// source tree (`<target>/<profile>/gauntlet`), when that tree is still
+/// there: the workspace and the cargo build of it.
+pub fn build_command() -> Option<(PathBuf, Vec<String>)> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    if !workspace.join("diskfs").join("Cargo.toml").is_file() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let profile = dir.file_name()?.to_str()?.to_string();
+    if profile != "debug" && profile != "release" {
+        return None;
+    }
+    let target = dir.parent()?;
+    let args = vec![
+        "build".to_string(),
+        "--quiet".to_string(),
+        "--locked".to_string(),
+        "-p".to_string(),
+        "gauntlet-diskfs".to_string(),
+        "--profile".to_string(),
+        if profile == "debug" {
+            "dev".into()
+        } else {
+            profile
+        },
+        "--target-dir".to_string(),
+        target.display().to_string(),
+    ];
+    Some((workspace.to_path_buf(), args))
+}
+
+/// [`binary`], built first from the source tree when it is missing and the
+/// tree is there ([`build_command`]); `building` is told the command.
+pub fn binary_or_build(building: impl FnOnce(String)) -> Result<PathBuf, HarnessError> {
+    if let Ok(p) = binary() {
+        return Ok(p);
+    }
+    if std::env::var_os(ENV).is_some() {
+        return binary();
+    }
+    let Some((workspace, args)) = build_command() else {
+        return binary();
+    };
+    building(format!("cargo {}", args.join(" ")));
+    let out = std::process::Command::new("cargo")
+        .args(&args)
+        .current_dir(&workspace)
+        .output()
+        .map_err(|e| HarnessError::Scenario(format!("running cargo to build {BINARY}: {e}")))?;
+    if !out.status.success() {
+        return Err(HarnessError::Scenario(format!(
+            "building {BINARY} failed (cargo {}):\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    binary()
+}
+
 /// The entry point of a node whose data is mounted: the filesystem's `run`
 /// over `data`, then the node's own entry point (the command follows it).
 pub fn wrap(entrypoint: &[String], data: &DataDir) -> Vec<String> {

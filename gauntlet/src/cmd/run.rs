@@ -330,6 +330,9 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
             )
         }),
         RunEvent::ImageBuild { line } => Line::Bare(format!("[images] {line}")),
+        RunEvent::BuildingDiskfs { command } => Line::Bare(format!(
+            "building Gauntlet's filesystem for the disk faults (once): {command}"
+        )),
         RunEvent::DeploymentReady { broker, after } => {
             Line::Run(format!("{broker} ready after {:.1}s", after.as_secs_f64()))
         }

@@ -36,6 +36,12 @@ pub enum RunEvent {
         /// What the build is doing.
         line: String,
     },
+    /// Gauntlet's filesystem is being built from the source tree the running
+    /// `gauntlet` was built from (once: a run with a disk fault needs it).
+    BuildingDiskfs {
+        /// The command.
+        command: String,
+    },
     /// The deployment is up and ready.
     DeploymentReady {
         /// The broker.

@@ -283,7 +283,9 @@ async fn deploy_and_run(
         let refuse = |why: String| HarnessError::Scenario(format!("{disk} on {kind}: {why}"));
         backend.disk_faults().map_err(refuse)?;
         spec.disk_faults().map_err(refuse)?;
-        spec.diskfs = Some(crate::diskfs::binary()?);
+        spec.diskfs = Some(crate::diskfs::binary_or_build(|command| {
+            events.send(RunEvent::BuildingDiskfs { command })
+        })?);
     }
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let proxy = if needs_proxy(&kinds) {
