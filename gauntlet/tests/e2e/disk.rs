@@ -563,3 +563,45 @@ processing-ms = 10
     assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
     no_leftovers(&r.dir);
 }
+
+/// RabbitMQ 3.10.8 loses its power 5 s after it started: the file of its
+/// enabled feature flags, written at boot and not fsynced yet, comes back
+/// empty, and the node no longer boots (`{case_clause,{ok,[]}}` in
+/// `rabbit_feature_flags`). A finding (docs/nemesis.md): the run does not hang
+/// on it, and its verdict says which node did not come back, with its log.
+#[test]
+fn rabbitmq_power_loss_soon_after_boot_leaves_a_node_that_does_not_boot() {
+    let t = Instant::now();
+    let name = "rabbitmq-power-boot";
+    let schedule = schedule_file(name, &[(5_000, 0, "power-loss", "n1", 0)]);
+    let r = run(
+        name,
+        &[
+            "--broker",
+            "rabbitmq",
+            "--nodes",
+            "1",
+            "--time",
+            "10s",
+            "--rate",
+            "50",
+            "--replay",
+            &schedule.display().to_string(),
+        ],
+    );
+    report("rabbitmq, power-loss 5 s after boot", &r, t);
+    let reports = disk_reports(&r, "power-loss");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let files = reports[0]["value"]["disk"]["files"].to_string();
+    eprintln!("rabbitmq: dropped {files}");
+    let warnings = r.verdict["warnings"].to_string();
+    eprintln!(
+        "rabbitmq: warnings (first 600 characters): {}",
+        &warnings[..warnings.len().min(600)]
+    );
+    assert!(warnings.contains("a node did not come back"), "{warnings}");
+    assert!(warnings.contains("rabbit_feature_flags"), "{warnings}");
+    assert!(files.contains("feature_flags"), "{files}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(600), "no hang");
+    no_leftovers(&r.dir);
+}
