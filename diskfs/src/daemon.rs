@@ -240,17 +240,7 @@ impl Daemon {
             Request::Wipe => ("wipe", Settle::Drop, None),
             Request::Status => return Err(DiskfsError::Protocol("status is not a fault".into())),
         };
-        let mut report = Report {
-            fault: fault.into(),
-            killed: pids,
-            pending_files: 0,
-            pending_bytes: 0,
-            dropped_bytes: 0,
-            kept_bytes: 0,
-            files: Vec::new(),
-            changes: Vec::new(),
-            seed,
-        };
+        let mut report = Report::new(fault, pids, seed);
         faults::settle(taken, settle, &mut report)?;
         let root = &lock(&self.state).backing.clone();
         report.changes = match req {
@@ -469,17 +459,7 @@ pub fn run(opts: RunOptions) -> Result<i32, DiskfsError> {
         st.frozen = true;
         st.take_pending()
     };
-    let mut report = Report {
-        fault: "exit".into(),
-        killed: Vec::new(),
-        pending_files: 0,
-        pending_bytes: 0,
-        dropped_bytes: 0,
-        kept_bytes: 0,
-        files: Vec::new(),
-        changes: Vec::new(),
-        seed: None,
-    };
+    let mut report = Report::new("exit", Vec::new(), None);
     faults::settle(taken, Settle::Keep, &mut report)?;
     unmount(&mount_point)?;
     let _ = fs::remove_file(&opts.socket);

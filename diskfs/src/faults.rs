@@ -415,17 +415,7 @@ mod tests {
     }
 
     fn empty_report() -> Report {
-        Report {
-            fault: "t".into(),
-            killed: Vec::new(),
-            pending_files: 0,
-            pending_bytes: 0,
-            dropped_bytes: 0,
-            kept_bytes: 0,
-            files: Vec::new(),
-            changes: Vec::new(),
-            seed: None,
-        }
+        Report::new("t", Vec::new(), None)
     }
 
     #[test]

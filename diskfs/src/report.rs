@@ -25,6 +25,24 @@ pub struct Report {
     pub seed: Option<u64>,
 }
 
+impl Report {
+    /// The report of `fault` before anything is counted: the pids it killed
+    /// and its seed, every figure 0.
+    pub fn new(fault: &str, killed: Vec<i32>, seed: Option<u64>) -> Self {
+        Report {
+            fault: fault.into(),
+            killed,
+            pending_files: 0,
+            pending_bytes: 0,
+            dropped_bytes: 0,
+            kept_bytes: 0,
+            files: Vec::new(),
+            changes: Vec::new(),
+            seed,
+        }
+    }
+}
+
 /// One file's pending writes at a fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
