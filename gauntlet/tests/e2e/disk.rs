@@ -366,16 +366,14 @@ fn corruption_finding(r: &Run, label: &str) -> Value {
 }
 
 fn nats_corrupt(name: &str, corruption: &str) -> Run {
-    let schedule = std::env::temp_dir().join(format!(
-        "gauntlet-e2e-{}-{name}-schedule.toml",
-        std::process::id()
-    ));
-    let text = format!(
-        "seed = 0\n\n[[fault]]\nat_ms = 5000\nduration_ms = 0\nfault = \"{corruption}\"\ntarget = \"n1\"\npick = 21\n\
-         \n[[fault]]\nat_ms = 9000\nduration_ms = 0\nfault = \"restart-broker\"\ntarget = \"n2\"\npick = 0\n\
-         \n[[fault]]\nat_ms = 13000\nduration_ms = 0\nfault = \"restart-broker\"\ntarget = \"n3\"\npick = 0\n"
+    let schedule = schedule_file(
+        name,
+        &[
+            (5_000, 0, corruption, "n1", 21),
+            (9_000, 0, "restart-broker", "n2", 0),
+            (13_000, 0, "restart-broker", "n3", 0),
+        ],
     );
-    std::fs::write(&schedule, text).expect("write the schedule");
     let toml = format!(
         r#"name = "{name}"
 broker = "nats"

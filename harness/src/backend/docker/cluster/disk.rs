@@ -8,7 +8,7 @@ use super::DockerDeployment;
 use crate::broker::{DataDir, NodePlan};
 use crate::deployment::NodeControl;
 use crate::diskfs;
-use crate::error::{docker_err, HarnessError, Result};
+use crate::error::{HarnessError, Result};
 use bollard::models::{DeviceMapping, HostConfig};
 use gauntlet_nemesis::DiskFault;
 use serde_json::{json, Value};
@@ -50,14 +50,7 @@ pub(super) fn mount(
 impl DockerDeployment {
     /// Whether the container of `node` is running.
     async fn running(&self, node: &str) -> Result<bool> {
-        let n = self.node(node)?;
-        let state = self
-            .docker
-            .inspect_container(&n.container, None)
-            .await
-            .map_err(docker_err(format!("inspecting node {node}")))?
-            .state;
-        Ok(state.and_then(|s| s.running).unwrap_or(false))
+        Ok(self.container_state(node).await?.0)
     }
 
     /// Waits until the container of `node` has stopped (its filesystem ends

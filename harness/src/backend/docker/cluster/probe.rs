@@ -21,6 +21,21 @@ impl DockerDeployment {
         .map(|_| ())
     }
 
+    /// Whether the container of `node` runs, and its exit status (-1 when
+    /// Docker does not say).
+    pub(super) async fn container_state(&self, node: &str) -> Result<(bool, i64)> {
+        let n = self.node(node)?;
+        let state = self
+            .docker
+            .inspect_container(&n.container, None)
+            .await
+            .map_err(docker_err(format!("inspecting node {node}")))?
+            .state;
+        let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
+        let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
+        Ok((running, status))
+    }
+
     pub(super) async fn log_tail(&self, node: &str, lines: Option<usize>) -> Result<String> {
         let n = self.node(node)?;
         let mut stream = self.docker.logs(
@@ -75,21 +90,13 @@ impl DockerDeployment {
         probe: &Probe,
         timeout: Duration,
     ) -> Result<()> {
-        let n = self.node(node)?;
         let started = Instant::now();
         loop {
-            let state = self
-                .docker
-                .inspect_container(&n.container, None)
-                .await
-                .map_err(docker_err(format!("inspecting node {node}")))?
-                .state;
-            let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
+            let (running, status) = self.container_state(node).await?;
             if !running {
                 if let Some(e) = self.fs_failure(node).await {
                     return Err(e);
                 }
-                let status = state.as_ref().and_then(|s| s.exit_code).unwrap_or(-1);
                 let log_tail = self.log_tail(node, Some(40)).await.unwrap_or_default();
                 return Err(HarnessError::NodeExited {
                     node: node.to_string(),
