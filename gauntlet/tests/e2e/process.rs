@@ -458,9 +458,12 @@ fn o5_kafka_group_rebalance_redelivers_from_the_commit_in_key_order() {
 /// Seed D3 on the Kafka protocol, a finding about the local broker: tansu (memory
 /// storage, one node) forgets every topic on a restart, even with `acks=all`. The
 /// producers go on: their sends are acknowledged into a topic created afresh, from
-/// offset 0 again, which the consumers (positioned past those offsets) and the drain
-/// never read. So every send after the restart is `lost`, and offsets that held one
-/// value before the restart hold another after it (`inconsistent-offsets`).
+/// offset 0 again, so offsets that held one value before the restart hold another
+/// after it (`inconsistent-offsets`, in every run). How much is `lost` depends on
+/// timing: the sends acknowledged and not yet consumed when the broker went down
+/// (none when the consumers had caught up, as in one CI run), plus, when the
+/// consumers keep positions past the new topic's offsets, every send after the
+/// restart. So the count is printed, not asserted.
 #[test]
 fn d3_kafka_tansu_restart_forgets_acknowledged_records() {
     let t = Instant::now();
@@ -483,13 +486,11 @@ fn d3_kafka_tansu_restart_forgets_acknowledged_records() {
     );
     report("D3 kafka (tansu, memory) restart-broker, acks=all", &r, t);
     assert_eq!(r.code, 1, "{}", r.verdict);
-    assert!(count(&r, "lost") > 0, "{}", r.verdict["anomalies"]);
     assert!(
         count(&r, "inconsistent-offsets") > 0,
         "{}",
         r.verdict["anomalies"]
     );
-    assert_eq!(r.verdict["guarantees"]["at-least-once"], "violated");
     no_leftovers(&r.dir);
 }
 
