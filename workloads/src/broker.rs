@@ -34,6 +34,15 @@ impl BrokerKind {
         BrokerKind::Sqs,
     ];
 
+    /// Whether Gauntlet's client for this broker keeps several sends in flight on one
+    /// connection (`[queue] in-flight` > 1): Kafka (librdkafka's queue), Redis
+    /// (pipelined XADDs), NATS (asynchronous publish, PubAck futures) and RabbitMQ
+    /// (publisher confirms over a window). Not SQS: its client sends one request
+    /// per message and nothing orders two of them.
+    pub fn pipelines(self) -> bool {
+        !matches!(self, BrokerKind::Sqs)
+    }
+
     /// The name used on the command line, in labels and in image names.
     pub fn name(self) -> &'static str {
         match self {

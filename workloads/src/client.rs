@@ -94,11 +94,14 @@ pub enum ClientError {
 pub trait Producer: Send {
     /// Sends one message and waits until the broker says how the send ended.
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored>;
-    /// Hands the message to the client and returns at once, with a future that says
-    /// how the send ended: several sends in flight on one client, in the order they
-    /// were handed over (a pipelined producer). `None`: this client takes one send
-    /// at a time.
-    fn enqueue(&mut self, _key: &str, _value: i64) -> Option<PendingSend> {
+    /// Hands the message to the client and returns once the client has taken it
+    /// (queued it for the wire, in order), with a future that says how the send
+    /// ended: several sends in flight on one client, in the order they were handed
+    /// over (a pipelined producer). The future ends on its own (the driver's reply
+    /// timeout makes a send the broker never answers `Info`). `None`: this client
+    /// takes one send at a time ([`BrokerKind::pipelines`](crate::BrokerKind::pipelines)
+    /// says which do).
+    async fn enqueue(&mut self, _key: &str, _value: i64) -> Option<PendingSend> {
         None
     }
 }

@@ -62,6 +62,7 @@ pub struct Recorder {
     oks: AtomicU64,
     fails: AtomicU64,
     infos: AtomicU64,
+    sends_ok: AtomicU64,
     /// When the first client op was recorded.
     first_op: OnceLock<Instant>,
     /// Send latencies in microseconds, when asked for ([`Recorder::keep_latencies`]).
@@ -79,6 +80,8 @@ pub struct Counts {
     pub fail: u64,
     /// Client completions `info`.
     pub info: u64,
+    /// Sends completed `ok` (acknowledged), a part of `ok`.
+    pub sends_ok: u64,
 }
 
 impl Recorder {
@@ -107,6 +110,7 @@ impl Recorder {
             oks: AtomicU64::new(0),
             fails: AtomicU64::new(0),
             infos: AtomicU64::new(0),
+            sends_ok: AtomicU64::new(0),
             first_op: OnceLock::new(),
             latencies: None,
         }
@@ -181,6 +185,10 @@ impl Recorder {
             }
             self.ops.fetch_add(1, Ordering::Relaxed);
             match e.kind {
+                OpType::Ok if e.f == "send" => {
+                    self.sends_ok.fetch_add(1, Ordering::Relaxed);
+                    self.oks.fetch_add(1, Ordering::Relaxed)
+                }
                 OpType::Ok => self.oks.fetch_add(1, Ordering::Relaxed),
                 OpType::Fail => self.fails.fetch_add(1, Ordering::Relaxed),
                 OpType::Info => self.infos.fetch_add(1, Ordering::Relaxed),
@@ -227,6 +235,7 @@ impl Recorder {
             ok: self.oks.load(Ordering::Relaxed),
             fail: self.fails.load(Ordering::Relaxed),
             info: self.infos.load(Ordering::Relaxed),
+            sends_ok: self.sends_ok.load(Ordering::Relaxed),
         }
     }
 }

@@ -31,9 +31,13 @@ pub struct RunArgs {
     /// How long producers send, e.g. 30s, 2m.
     #[arg(long)]
     pub time: Option<String>,
-    /// Sends per second, all producers together.
-    #[arg(long)]
+    /// Sends per second, all producers together, or `max` (each producer sends as
+    /// soon as a send of its window is free).
+    #[arg(long, value_parser = gauntlet_harness::run::parse_rate)]
     pub rate: Option<f64>,
+    /// Sends each producer keeps in flight on its client (`[queue] in-flight`).
+    #[arg(long)]
+    pub in_flight: Option<usize>,
     /// Seed of the fault schedule and of the producers' keys (the same seed draws
     /// the same schedule).
     #[arg(long)]
@@ -181,6 +185,7 @@ impl RunArgs {
             membership: self.membership,
             time: self.time.clone(),
             rate: self.rate,
+            in_flight: self.in_flight,
             seed: self.seed,
             nodes: self.nodes,
             image: self.image.clone(),
@@ -346,8 +351,9 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
             time,
             rate,
         } => Line::Run(format!(
-            "first op after {:.1}s; running the {workload} workload for {time:?} at {rate} sends/s",
+            "first op after {:.1}s; running the {workload} workload for {time:?} at {} sends/s",
             first_op_after.as_secs_f64(),
+            gauntlet_harness::run::rate_text(*rate),
         )),
         RunEvent::TxnStarted {
             first_op_after,
@@ -362,14 +368,18 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
             elapsed,
             total,
             counts: c,
+            ok_per_s,
+            in_flight,
         } => Line::Tick(format!(
-            "{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}",
+            "{:.1}/{:.1}s  ops {}  ok {}  fail {}  info {}  {:.0} sends ok/s  in flight {}",
             elapsed.as_secs_f64(),
             total.as_secs_f64(),
             c.ops,
             c.ok,
             c.fail,
-            c.info
+            c.info,
+            ok_per_s,
+            in_flight
         )),
         RunEvent::WorkerUnreadable {
             process,
@@ -597,10 +607,15 @@ mod tests {
                     ops: 10,
                     ok: 4,
                     fail: 0,
-                    info: 1
-                }
+                    info: 1,
+                    sends_ok: 3,
+                },
+                ok_per_s: 8.0,
+                in_flight: 3,
             }),
-            Some(Line::Tick("5.0/20.0s  ops 10  ok 4  fail 0  info 1".into()))
+            Some(Line::Tick(
+                "5.0/20.0s  ops 10  ok 4  fail 0  info 1  8 sends ok/s  in flight 3".into()
+            ))
         );
         assert_eq!(
             run(RunEvent::FaultStarted {

@@ -24,6 +24,34 @@ pub struct Figures {
     pub latencies_us: Vec<u32>,
     /// Client completions at the end of the workload phase.
     pub counts: gauntlet_workloads::recorder::Counts,
+    /// What the reference said ([`BenchPart::Reference`]).
+    pub reference: Option<ReferenceFigure>,
+}
+
+/// The reference a benchmark compares Gauntlet's producers with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReferenceFigure {
+    /// What ran: the broker's own benchmark tool's command line, or the bare
+    /// client loop's description.
+    pub what: String,
+    /// Acknowledged sends (or the tool's requests) per second.
+    pub per_s: f64,
+}
+
+/// Which part of the workload a run does (a benchmark's knob; `gauntlet run`
+/// does all of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BenchPart {
+    /// Producers, consumers, faults, drain and check.
+    #[default]
+    Workload,
+    /// The producers alone, for the scenario's time, with the history written
+    /// (no consumer, no drain, no check).
+    Producers,
+    /// No Gauntlet workload: the broker's own benchmark tool where its image
+    /// has one (`redis-benchmark`), else a bare loop of the same client with the
+    /// same producers and window and no recording.
+    Reference,
 }
 
 /// How a run records (the benchmark's knobs; the defaults are what `gauntlet run` does).
@@ -34,6 +62,8 @@ pub struct RunOptions {
     pub discard_history: bool,
     /// Keep each send's latency in [`Figures::latencies_us`].
     pub keep_latencies: bool,
+    /// Which part of the workload runs.
+    pub part: BenchPart,
 }
 
 /// What every phase of a run after the deployment is up needs. Nothing in it is

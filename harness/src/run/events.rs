@@ -84,6 +84,10 @@ pub enum RunEvent {
         total: Duration,
         /// Client completions so far.
         counts: Counts,
+        /// Sends acknowledged (`ok`) per second since the tick before.
+        ok_per_s: f64,
+        /// Sends invoked and not yet completed, now.
+        in_flight: i64,
     },
     /// Consumer workers that had exited were replaced by fresh ones.
     WorkersRestarted {

@@ -27,6 +27,7 @@ mod nemesis;
 mod overrides;
 mod plan;
 mod queue;
+mod reference;
 mod scenario;
 mod txn;
 mod workers;
@@ -39,13 +40,14 @@ mod fake;
 mod tests;
 
 use context::{client_port, Driven};
-pub use context::{Figures, RunContext, RunOptions};
+pub use context::{BenchPart, Figures, ReferenceFigure, RunContext, RunOptions};
 pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
 pub use overrides::Overrides;
 pub use plan::plan_faults;
 pub use scenario::{
-    parse_duration, Scenario, StorageConfig, Workload, DEFAULT_FAULTS, DEFAULT_SEED,
+    parse_duration, parse_rate, rate_text, Scenario, StorageConfig, Workload, DEFAULT_FAULTS,
+    DEFAULT_SEED,
 };
 
 /// What a finished run left.
@@ -199,7 +201,7 @@ pub async fn run_with_backend(
         }
     }
 
-    if opts.discard_history {
+    if opts.discard_history || opts.part != BenchPart::Workload {
         let verdict = gauntlet_checkers::check(
             &gauntlet_history::model::History::default(),
             &CheckOptions {

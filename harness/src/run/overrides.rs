@@ -43,6 +43,8 @@ pub struct Overrides {
     pub replay: Option<PathBuf>,
     /// The faults (`Some(vec![])`: none at all).
     pub nemesis: Option<Vec<gauntlet_nemesis::FaultKind>>,
+    /// `[queue] in-flight`.
+    pub in_flight: Option<usize>,
 }
 
 impl Overrides {
@@ -59,6 +61,7 @@ impl Overrides {
         set(&mut s.log.membership, &self.membership);
         set(&mut s.time, &self.time);
         set(&mut s.rate, &self.rate);
+        set(&mut s.queue.in_flight, &self.in_flight);
         set(&mut s.seed, &self.seed);
         if let Some(n) = self.nodes {
             s.nodes = Some(n);

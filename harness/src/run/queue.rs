@@ -1,6 +1,6 @@
 //! `workload = "queue"` and `"log"`: producers in this process, consumers as
 //! worker processes, faults from the schedule, the final heal, then the drain.
-use super::context::{until_failed, Driven, Figures, RunContext};
+use super::context::{until_failed, BenchPart, Driven, Figures, RunContext};
 use super::events::{EventSink, RunEvent};
 use super::faults::prepare_schedule;
 use super::folder::io;
@@ -65,6 +65,10 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         .setup(&groups)
         .await
         .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    if opts.part == BenchPart::Reference {
+        return super::reference::run(ctx, driver, time).await;
+    }
+    let producers_only = opts.part == BenchPart::Producers;
     let spec = WorkerSpec {
         exe: exe.to_path_buf(),
         broker: kind,
@@ -86,7 +90,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
     // Consumers: separate processes, restarted (under a new number) whenever one exits.
     let stop = Arc::new(AtomicBool::new(false));
     let mut initial: Vec<(String, Worker)> = Vec::new();
-    for g in &groups {
+    for g in groups.iter().filter(|_| !producers_only) {
         for slot in 0..scenario.queue.consumers.max(1) {
             initial.push((g.clone(), spec.spawn_in(&recorder, g, false, slot)?));
         }
@@ -116,17 +120,30 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
     let t0 = Instant::now();
     let deadline = t0 + time;
     let supervise = async {
+        let mut last = (Instant::now(), 0u64);
         while Instant::now() < deadline && !recorder.failed() {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let count =
-                respawn_exited(&pool, &spec, &recorder, scenario.queue.consumers.max(1)).await?;
+            let count = if producers_only {
+                0
+            } else {
+                respawn_exited(&pool, &spec, &recorder, scenario.queue.consumers.max(1)).await?
+            };
             if count > 0 {
                 events.send(RunEvent::WorkersRestarted { count });
             }
+            let (now, counts) = (Instant::now(), recorder.counts());
+            let ok_per_s = counts.sends_ok.saturating_sub(last.1) as f64
+                / now
+                    .saturating_duration_since(last.0)
+                    .as_secs_f64()
+                    .max(1e-3);
+            last = (now, counts.sends_ok);
             events.send(RunEvent::Tick {
                 elapsed: t0.elapsed().min(time),
                 total: time,
-                counts: recorder.counts(),
+                counts,
+                ok_per_s,
+                in_flight: cluster.in_flight.now(),
             });
         }
         Ok::<(), HarnessError>(())
@@ -149,8 +166,14 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         workload_time: t0.elapsed(),
         latencies_us: recorder.latencies(),
         counts: recorder.counts(),
+        reference: None,
     };
-    finish(&cluster, &spec, &recorder, &groups, events).await?;
+    if producers_only {
+        // No consumer ran: nothing to heal (a benchmark has no faults), nothing to drain.
+        final_heal(&cluster, &recorder, events).await;
+    } else {
+        finish(&cluster, &spec, &recorder, &groups, events).await?;
+    }
     Ok(Driven {
         sends,
         figures,

@@ -31,8 +31,9 @@ pub struct Scenario {
     /// How long producers send, e.g. "30s", "2m", "500ms".
     #[serde(default = "default_time")]
     pub time: String,
-    /// Sends per second, all producers together.
-    #[serde(default = "default_rate")]
+    /// Sends per second, all producers together; `"max"` (infinite here): each
+    /// producer sends as soon as a send of its window is free.
+    #[serde(default = "default_rate", with = "rate_serde")]
     pub rate: f64,
     /// Seeds the fault schedule, the workload's choices and the proxy's jitter and
     /// loss; the same seed gives the same schedule.
@@ -93,6 +94,56 @@ fn default_time() -> String {
 }
 fn default_rate() -> f64 {
     100.0
+}
+
+/// `rate` in a scenario: a number of sends per second or `"max"`.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    if s.trim().eq_ignore_ascii_case("max") {
+        return Ok(f64::INFINITY);
+    }
+    match s.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "rate {s:?}: sends per second (a number above 0) or \"max\""
+        )),
+    }
+}
+
+/// The rate as a scenario writes it: the number, or `max`.
+pub fn rate_text(rate: f64) -> String {
+    if rate.is_infinite() {
+        "max".into()
+    } else {
+        format!("{rate}")
+    }
+}
+
+mod rate_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(rate: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if rate.is_infinite() {
+            s.serialize_str("max")
+        } else {
+            s.serialize_f64(*rate)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Rate {
+            Number(f64),
+            Text(String),
+        }
+        match Rate::deserialize(d)? {
+            Rate::Number(r) if r > 0.0 => Ok(r),
+            Rate::Number(r) => Err(serde::de::Error::custom(format!(
+                "rate {r}: sends per second (a number above 0) or \"max\""
+            ))),
+            Rate::Text(t) => super::parse_rate(&t).map_err(serde::de::Error::custom),
+        }
+    }
 }
 fn default_expect() -> Vec<Guarantee> {
     vec![Guarantee::AtLeastOnce]
@@ -435,14 +486,19 @@ impl Scenario {
                 self.broker
             )));
         }
-        if self.queue.pipeline > 1
-            && (kind != BrokerKind::Kafka || self.workload != Workload::Queue)
-        {
+        if self.queue.in_flight > 1 && !kind.pipelines() {
             return Err(HarnessError::Scenario(format!(
-                "queue.pipeline = {}: pipelined producers need the queue workload on a \
-                 Kafka-protocol broker (its client keeps several sends in flight), not the {} \
-                 workload on {}",
-                self.queue.pipeline, self.workload, self.broker
+                "[queue] in-flight = {}: {} cannot keep several sends in flight on one \
+                 client (its client sends one request per message, and nothing orders \
+                 two of them); use in-flight = 1",
+                self.queue.in_flight, self.broker
+            )));
+        }
+        if self.queue.in_flight > 1 && self.workload != Workload::Queue {
+            return Err(HarnessError::Scenario(format!(
+                "[queue] in-flight = {}: pipelined producers run the queue workload, not \
+                 the {} workload",
+                self.queue.in_flight, self.workload
             )));
         }
         Ok(())
@@ -522,6 +578,53 @@ pub fn parse_duration(s: &str) -> Result<Duration, HarnessError> {
 mod tests {
     use super::*;
     use gauntlet_nemesis::Schedule;
+
+    #[test]
+    fn rate_is_a_number_or_max_and_max_is_written_back_as_max() {
+        let s = Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nrate = \"max\"\n")
+            .expect("rate max");
+        assert!(s.rate.is_infinite());
+        assert!(s.to_toml().contains("rate = \"max\""), "{}", s.to_toml());
+        let back = Scenario::from_toml(&s.to_toml()).expect("written back");
+        assert!(back.rate.is_infinite());
+        let n = Scenario::from_toml("name = \"x\"\nbroker = \"redis\"\nrate = 250\n").expect("250");
+        assert_eq!(n.rate, 250.0);
+        for bad in ["rate = 0", "rate = -3", "rate = \"fast\""] {
+            let e = Scenario::from_toml(&format!("name = \"x\"\nbroker = \"redis\"\n{bad}\n"));
+            assert!(e.is_err(), "{bad} accepted");
+        }
+        assert_eq!(parse_rate("MAX"), Ok(f64::INFINITY));
+        assert_eq!(parse_rate("1e4"), Ok(10_000.0));
+        assert!(parse_rate("0").is_err());
+        assert_eq!(rate_text(f64::INFINITY), "max");
+        assert_eq!(rate_text(100.0), "100");
+    }
+
+    #[test]
+    fn in_flight_is_refused_with_the_broker_named_where_the_client_cannot_pipeline() {
+        let toml = |broker: &str, queue: &str| {
+            Scenario::from_toml(&format!(
+                "name = \"x\"\nbroker = \"{broker}\"\n[queue]\n{queue}\n"
+            ))
+            .expect("scenario")
+        };
+        for broker in ["redis", "nats", "rabbitmq", "kafka"] {
+            let s = toml(broker, "in-flight = 64");
+            assert_eq!(s.queue.in_flight, 64);
+            s.check_workload(s.broker).expect("pipelines");
+        }
+        let sqs = toml("sqs", "in-flight = 8");
+        let e = sqs
+            .check_workload(sqs.broker)
+            .expect_err("sqs refused")
+            .to_string();
+        assert!(e.contains("in-flight = 8") && e.contains("sqs"), "{e}");
+        toml("sqs", "in-flight = 1")
+            .check_workload(BrokerKind::Sqs)
+            .expect("one at a time is fine");
+        // The earlier name is still read.
+        assert_eq!(toml("kafka", "pipeline = 16").queue.in_flight, 16);
+    }
 
     #[test]
     fn durations() {

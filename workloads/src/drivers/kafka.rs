@@ -263,7 +263,7 @@ impl Producer for KafkaProducer {
         }
     }
 
-    fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
+    async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
         let payload = body(key, value);
         let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
         // `send_result` puts the record in librdkafka's queue now, so sends enter the

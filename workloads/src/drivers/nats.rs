@@ -282,19 +282,90 @@ impl NatsProducer {
             Ok(ack) => ack,
             Err(e) => return classify(Stage::Send, &e),
         };
-        match ack.await {
-            Ok(a) => Outcome::Ok(Stored {
-                partition: Some(0),
-                offset: i64::try_from(a.sequence).ok(),
-                id: None,
-            }),
-            Err(e) => classify(Stage::Ack, &e),
+        acked(ack.await)
+    }
+}
+
+/// The end of one PubAck.
+fn acked(r: Result<jetstream::publish::PublishAck, PublishError>) -> Outcome<Stored> {
+    match r {
+        Ok(a) => Outcome::Ok(Stored {
+            partition: Some(0),
+            offset: i64::try_from(a.sequence).ok(),
+            id: None,
+        }),
+        Err(e) => classify(Stage::Ack, &e),
+    }
+}
+
+/// How the retries of a pipelined send end, given the outcome of its first attempt:
+/// a retry is published again after the sends handed over since (as a client that
+/// retries with several sends in flight does: the seed's O1), and an earlier
+/// unknown attempt keeps the whole send unknown.
+async fn retried(
+    js: jetstream::Context,
+    subject: String,
+    headers: HeaderMap,
+    payload: Vec<u8>,
+    first: Outcome<Stored>,
+    retries: u32,
+) -> Outcome<Stored> {
+    let mut outcome = first;
+    let mut unknown: Option<String> = None;
+    for _ in 0..retries {
+        match outcome {
+            Outcome::Ok(_) => return outcome,
+            Outcome::Fail(_) => {}
+            Outcome::Info(ref e) => unknown = Some(e.clone()),
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let publish = jetstream::context::Publish::build()
+            .payload(payload.clone().into())
+            .headers(headers.clone());
+        outcome = match js.send_publish(subject.clone(), publish).await {
+            Ok(ack) => acked(ack.await),
+            Err(e) => classify(Stage::Send, &e),
+        };
+    }
+    match (outcome, unknown) {
+        (Outcome::Fail(e), Some(u)) => Outcome::Info(format!("{u}; last retry: {e}")),
+        (o, _) => o,
     }
 }
 
 #[async_trait]
 impl Producer for NatsProducer {
+    async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
+        let subject = format!("{STREAM}.{key}");
+        let mut headers = HeaderMap::new();
+        if self.dedup {
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                value.to_string().as_str(),
+            );
+        }
+        let payload = body(key, value);
+        if !self.confirms {
+            // Fire and forget: the publish is queued in the client, and that is all.
+            let outcome = self.attempt(&subject, &headers, &payload).await;
+            return Some(Box::pin(async move { outcome }));
+        }
+        // The publish enters the client's outgoing queue here, in the order of the
+        // invokes; the PubAck is awaited by the returned future.
+        let publish = jetstream::context::Publish::build()
+            .payload(payload.clone().into())
+            .headers(headers.clone());
+        let handed = self.js.send_publish(subject.clone(), publish).await;
+        let (js, retries) = (self.js.clone(), self.retries);
+        Some(Box::pin(async move {
+            let first = match handed {
+                Ok(ack) => acked(ack.await),
+                Err(e) => classify(Stage::Send, &e),
+            };
+            retried(js, subject, headers, payload, first, retries).await
+        }))
+    }
+
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
         let subject = format!("{STREAM}.{key}");
         let mut headers = HeaderMap::new();

@@ -229,14 +229,19 @@ struct RabbitProducer {
     persistent: bool,
 }
 
-#[async_trait]
-impl Producer for RabbitProducer {
-    async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
+impl RabbitProducer {
+    /// Publishes on the channel (connecting again first if the broker closed it): the
+    /// message is on its way once this returns, and the confirm says how it ended.
+    async fn publish(
+        &mut self,
+        key: &str,
+        value: i64,
+    ) -> Result<lapin::publisher_confirm::PublisherConfirm, Outcome<Stored>> {
         if !self.conn.status().connected() || !self.ch.status().connected() {
             match self.driver.producer_channel().await {
                 Ok((conn, ch)) => (self.conn, self.ch) = (conn, ch),
                 // Definite: no connection, so nothing was published.
-                Err(e) => return Outcome::Fail(e.to_string()),
+                Err(e) => return Err(Outcome::Fail(e.to_string())),
             }
         }
         let mut props = BasicProperties::default().with_message_id(value.to_string().into());
@@ -251,22 +256,53 @@ impl Producer for RabbitProducer {
             &payload,
             props,
         );
-        let confirm = match tokio::time::timeout(Duration::from_secs(5), publish).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return classify(e),
-            Err(_) => return Outcome::Info("publish did not complete within 5s".into()),
-        };
-        if !self.confirms {
-            return Outcome::Ok(Stored::default());
+        match tokio::time::timeout(Duration::from_secs(5), publish).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => Err(Outcome::Info("publish did not complete within 5s".into())),
         }
-        match tokio::time::timeout(Duration::from_secs(10), confirm).await {
-            Ok(Ok(c)) if c.is_ack() => Outcome::Ok(Stored::default()),
-            // A nack says the broker could not take responsibility for the message; with
-            // quorum queues it may still have been enqueued on some replicas: unknown.
-            Ok(Ok(_)) => Outcome::Info("publisher confirm: nack".into()),
-            Ok(Err(e)) => Outcome::Info(e.to_string()),
-            Err(_) => Outcome::Info("no publisher confirm within 10s".into()),
+    }
+}
+
+/// How a published message ended: its publisher confirm (or, without confirms,
+/// the publish itself).
+async fn confirmed(
+    confirm: lapin::publisher_confirm::PublisherConfirm,
+    confirms: bool,
+) -> Outcome<Stored> {
+    if !confirms {
+        return Outcome::Ok(Stored::default());
+    }
+    match tokio::time::timeout(Duration::from_secs(10), confirm).await {
+        Ok(Ok(c)) if c.is_ack() => Outcome::Ok(Stored::default()),
+        // A nack says the broker could not take responsibility for the message; with
+        // quorum queues it may still have been enqueued on some replicas: unknown.
+        Ok(Ok(_)) => Outcome::Info("publisher confirm: nack".into()),
+        Ok(Err(e)) => Outcome::Info(e.to_string()),
+        Err(_) => Outcome::Info("no publisher confirm within 10s".into()),
+    }
+}
+
+#[async_trait]
+impl Producer for RabbitProducer {
+    async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
+        match self.publish(key, value).await {
+            Ok(confirm) => confirmed(confirm, self.confirms).await,
+            Err(outcome) => outcome,
         }
+    }
+
+    /// Publisher confirms over a window: the publish goes out now, in the order of
+    /// the invokes, and the confirm is awaited by the returned future.
+    async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
+        let published = self.publish(key, value).await;
+        let confirms = self.confirms;
+        Some(Box::pin(async move {
+            match published {
+                Ok(confirm) => confirmed(confirm, confirms).await,
+                Err(outcome) => outcome,
+            }
+        }))
     }
 }
 

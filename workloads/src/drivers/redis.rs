@@ -104,6 +104,8 @@ impl Driver for Redis {
     async fn producer(&self, _process: u64) -> Result<Box<dyn Producer>, ClientError> {
         Ok(Box::new(RedisProducer {
             con: self.connect().await?,
+            url: self.url.clone(),
+            pipe: None,
         }))
     }
 
@@ -119,27 +121,155 @@ impl Driver for Redis {
     }
 }
 
+/// How long a send (or a pipeline of them) may wait for Redis's answer before it is
+/// unknown.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most XADDs one pipeline carries.
+const PIPELINE_MAX: usize = 1024;
+
+/// A send handed to the pipelining task, and where its outcome goes.
+type Queued = (String, i64, tokio::sync::oneshot::Sender<Outcome<Stored>>);
+
 struct RedisProducer {
     con: MultiplexedConnection,
+    /// For the pipelining task to connect again after a lost connection.
+    url: String,
+    /// The pipelining task's queue, started by the first `enqueue`.
+    pipe: Option<tokio::sync::mpsc::UnboundedSender<Queued>>,
+}
+
+fn xadd(key: &str, value: i64) -> redis::Cmd {
+    redis::cmd("XADD")
+        .arg(STREAM)
+        .arg("*")
+        .arg("key")
+        .arg(key)
+        .arg("value")
+        .arg(value)
+        .to_owned()
+}
+
+/// The outcome of one XADD from its place in a pipeline's answer.
+fn xadd_outcome(v: Value) -> Outcome<Stored> {
+    match v {
+        Value::ServerError(e) => {
+            // Definite: Redis answered this command with an error (OOM, READONLY...).
+            Outcome::Fail(format!("{}: {}", e.code(), e.details().unwrap_or_default()))
+        }
+        other => match text(&other) {
+            Some(id) => Outcome::Ok(Stored {
+                id: Some(id),
+                ..Stored::default()
+            }),
+            None => Outcome::Info(format!("unexpected XADD answer {other:?}")),
+        },
+    }
+}
+
+/// A new connection to `url` for the pipelining task, or why there is none.
+async fn reconnect(url: &str) -> Result<MultiplexedConnection, String> {
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    match tokio::time::timeout(REPLY_TIMEOUT, client.get_multiplexed_async_connection()).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(format!("reconnecting: {e}")),
+        Err(_) => Err(format!(
+            "reconnecting: no connection within {REPLY_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// The pipelining task of one producer: takes the queued sends in order, writes
+/// them as one pipeline (at most [`PIPELINE_MAX`]), waits for its answers and
+/// hands each send its own outcome; what queued meanwhile is the next pipeline.
+/// One pipeline at a time on the producer's connection, so Redis appends the
+/// sends in the order they were handed over. A pipeline Redis does not answer
+/// within [`REPLY_TIMEOUT`] ends each of its sends unknown (`Info`); a refused
+/// connection fails them (nothing reached the server). After either, the next
+/// pipeline goes over a new connection (a restarted node closed the old one).
+async fn pipeline_task(
+    con: MultiplexedConnection,
+    url: String,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Queued>,
+) {
+    let mut con = Some(con);
+    let mut batch: Vec<Queued> = Vec::with_capacity(PIPELINE_MAX);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < PIPELINE_MAX {
+            match rx.try_recv() {
+                Ok(q) => batch.push(q),
+                Err(_) => break,
+            }
+        }
+        let n = batch.len();
+        let ended = |batch: &mut Vec<Queued>, o: Outcome<Stored>| {
+            for (_, _, tx) in batch.drain(..) {
+                let _ = tx.send(o.clone());
+            }
+        };
+        if con.is_none() {
+            match reconnect(&url).await {
+                Ok(c) => con = Some(c),
+                Err(e) => {
+                    // Definite: no connection, nothing of this pipeline was written.
+                    ended(&mut batch, Outcome::Fail(e));
+                    continue;
+                }
+            }
+        }
+        let Some(c) = con.as_mut() else { continue };
+        let mut pipe = redis::pipe();
+        for (key, value, _) in &batch {
+            pipe.add_command(xadd(key, *value));
+        }
+        let answers = timed(REPLY_TIMEOUT, c.send_packed_commands(&pipe, 0, n)).await;
+        match answers {
+            Outcome::Ok(values) if values.len() == n => {
+                for ((_, _, tx), v) in batch.drain(..).zip(values) {
+                    let _ = tx.send(xadd_outcome(v));
+                }
+            }
+            Outcome::Ok(values) => {
+                let e = format!("{} answers to a pipeline of {n}", values.len());
+                ended(&mut batch, Outcome::Info(e));
+            }
+            Outcome::Fail(e) => {
+                con = None;
+                ended(&mut batch, Outcome::Fail(e));
+            }
+            Outcome::Info(e) => {
+                con = None;
+                ended(&mut batch, Outcome::Info(e));
+            }
+        }
+    }
 }
 
 #[async_trait]
 impl Producer for RedisProducer {
+    async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
+        let pipe = self.pipe.get_or_insert_with(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(pipeline_task(self.con.clone(), self.url.clone(), rx));
+            tx
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let queued = pipe.send((key.to_string(), value, tx)).is_ok();
+        Some(Box::pin(async move {
+            if !queued {
+                // Definite: the pipelining task is gone, nothing was written.
+                return Outcome::Fail("the pipelining task has ended".into());
+            }
+            rx.await.unwrap_or_else(|_| {
+                // The task dropped the send after taking it: it may have been written.
+                Outcome::Info("the pipelining task ended with the send taken".into())
+            })
+        }))
+    }
+
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
-        let cmd = redis::cmd("XADD")
-            .arg(STREAM)
-            .arg("*")
-            .arg("key")
-            .arg(key)
-            .arg("value")
-            .arg(value)
-            .to_owned();
-        match timed(
-            Duration::from_secs(5),
-            cmd.query_async::<String>(&mut self.con),
-        )
-        .await
-        {
+        let cmd = xadd(key, value);
+        match timed(REPLY_TIMEOUT, cmd.query_async::<String>(&mut self.con)).await {
             Outcome::Ok(id) => Outcome::Ok(Stored {
                 id: Some(id),
                 ..Stored::default()
