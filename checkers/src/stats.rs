@@ -5,7 +5,13 @@ use gauntlet_history::model::{History, Outcome, NO_OP};
 pub(crate) fn stats(h: &History, groups: usize, delivered_distinct: u64) -> Stats {
     let mut latencies: Vec<u64> = Vec::new();
     let (mut ok, mut fail, mut info) = (0u64, 0u64, 0u64);
+    // The sending window: the first send's invoke to the last send's completion.
+    let (mut first_send, mut last_send) = (u64::MAX, 0u64);
     for s in &h.sends {
+        first_send = first_send.min(s.invoke_time);
+        if s.complete != NO_OP {
+            last_send = last_send.max(s.complete_time);
+        }
         match s.outcome {
             Outcome::Ok => {
                 ok += 1;
@@ -35,8 +41,8 @@ pub(crate) fn stats(h: &History, groups: usize, delivered_distinct: u64) -> Stat
         drained: h.drained.is_some(),
         duration_ns,
         send_latency_ns,
-        sends_ok_per_s: if duration_ns > 0 {
-            ok as f64 / (duration_ns as f64 / 1e9)
+        sends_ok_per_s: if last_send > first_send {
+            ok as f64 / ((last_send - first_send) as f64 / 1e9)
         } else {
             0.0
         },

@@ -416,7 +416,9 @@ pub struct Stats {
     /// Latency of `ok` sends, invoke to completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_latency_ns: Option<Latency>,
-    /// Sends that completed `ok` per second of the run.
+    /// Sends that completed `ok` per second of the sending window (from the first
+    /// send's invoke to the last send's completion; the drain after it is not
+    /// counted).
     #[serde(default)]
     pub sends_ok_per_s: f64,
 }

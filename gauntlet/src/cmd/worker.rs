@@ -132,6 +132,9 @@ async fn run_log(
     Ok(0)
 }
 
+/// Messages per poll of a drain worker at least.
+const DRAIN_BATCH: usize = 256;
+
 pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
     let args = args.call()?;
     let settings = args.delivery.resolve();
@@ -155,7 +158,13 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
         let (stop, stall) = watch_stdin();
         let cfg = ConsumerConfig {
             group: args.group.clone(),
-            batch: args.batch,
+            // The drain reads what is left as fast as it can: a backlog of a
+            // run at full rate is hundreds of thousands of messages.
+            batch: if args.drain {
+                args.batch.max(DRAIN_BATCH)
+            } else {
+                args.batch
+            },
             wait: if args.drain {
                 Duration::from_secs(1)
             } else {
