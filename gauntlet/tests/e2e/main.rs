@@ -13,6 +13,7 @@ mod clean;
 mod common;
 mod disk;
 mod incomplete;
+mod load;
 mod log;
 mod matrix;
 mod network;

@@ -859,8 +859,15 @@ impl Fault {
                 } else {
                     false
                 };
+                // How many sends were under way as the node went down.
+                let sends_in_flight = cluster.in_flight.now().max(0);
                 cluster.kill_node(target).await?;
-                json!({"node": target, "mid_batch": mid_batch, "send_in_flight": in_flight})
+                json!({
+                    "node": target,
+                    "mid_batch": mid_batch,
+                    "send_in_flight": in_flight,
+                    "sends_in_flight": sends_in_flight,
+                })
             }
             FaultKind::Pause => {
                 cluster.pause_node(target).await?;

@@ -1,0 +1,187 @@
+//! Many sends in flight (issue 25): pipelined producers on every broker that
+//! pipelines, and faults that strike a busy broker.
+use crate::common::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// Sends invoked while another send of the same producer was still open, and the
+/// most a producer had open at once.
+fn overlap(dir: &Path) -> (u64, i64) {
+    let mut open: HashMap<u64, i64> = HashMap::new();
+    let mut producer_of: HashMap<u64, u64> = HashMap::new();
+    let (mut overlapped, mut most) = (0u64, 0i64);
+    for v in history_events(&dir.join("history.jsonl")) {
+        if v["f"] != "send" {
+            continue;
+        }
+        let Some(p) = v["process"].as_u64() else {
+            continue;
+        };
+        if v["type"] == "invoke" {
+            let producer = v["producer"]
+                .as_u64()
+                .expect("a pipelined send names its producer");
+            producer_of.insert(p, producer);
+            let n = open.entry(producer).or_insert(0);
+            if *n > 0 {
+                overlapped += 1;
+            }
+            *n += 1;
+            most = most.max(*n);
+        } else if let Some(producer) = producer_of.get(&p) {
+            *open.entry(*producer).or_insert(1) -= 1;
+        }
+    }
+    (overlapped, most)
+}
+
+/// Each broker whose client pipelines takes 32 sends in flight per producer at
+/// full rate, with no fault: every send recorded with its own invoke and
+/// completion, nothing lost, each producer's order kept, and the progress of
+/// the run is the rate the verdict reports.
+#[test]
+fn pipelined_producers_on_redis_nats_and_rabbitmq_lose_nothing_and_keep_producer_order() {
+    for (broker, nodes) in [("redis", "1"), ("nats", "3"), ("rabbitmq", "1")] {
+        let t = Instant::now();
+        let r = run(
+            &format!("pipelined-{broker}"),
+            &[
+                "--broker",
+                broker,
+                "--nodes",
+                nodes,
+                "--nemesis",
+                "none",
+                "--time",
+                "8s",
+                "--rate",
+                "max",
+                "--in-flight",
+                "32",
+                "--seed",
+                "25",
+            ],
+        );
+        report(&format!("{broker} in-flight 32, rate max"), &r, t);
+        let (overlapped, most) = overlap(&r.dir);
+        eprintln!(
+            "{broker}: sends_ok_per_s {}, {overlapped} sends overlapped another of their producer, at most {most} open at once",
+            r.verdict["stats"]["sends_ok_per_s"]
+        );
+        assert_eq!(r.code, 0, "{broker}: {}", r.verdict);
+        assert_eq!(count(&r, "lost"), 0, "{broker}: {}", r.verdict["anomalies"]);
+        assert_eq!(
+            count(&r, "producer-order"),
+            0,
+            "{broker}: {}",
+            r.verdict["anomalies"]
+        );
+        assert!(
+            overlapped > 100,
+            "{broker}: only {overlapped} sends overlapped"
+        );
+        assert!(most > 1, "{broker}: never more than one send open");
+        assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
+        no_leftovers(&r.dir);
+    }
+}
+
+/// Seed D3 on a busy Redis: one node with `appendfsync always`, two producers with
+/// 64 sends in flight each at full rate, and `restart-broker:mid-batch`: the
+/// SIGKILL catches many sends under way (printed), which end unknown or failed;
+/// every acknowledged one was fsynced first, so nothing acknowledged is lost.
+#[test]
+fn busy_redis_restart_mid_batch_with_fsync_always_loses_nothing() {
+    let t = Instant::now();
+    let r = run(
+        "busy-redis-restart",
+        &[
+            "--broker",
+            "redis",
+            "--nodes",
+            "1",
+            "--time",
+            "15s",
+            "--rate",
+            "max",
+            "--in-flight",
+            "64",
+            "--seed",
+            "25",
+            "--nemesis",
+            "restart-broker:mid-batch",
+        ],
+    );
+    report("busy redis restart-broker:mid-batch, always", &r, t);
+    let caught: Vec<i64> = nemesis_events(&r.dir)
+        .iter()
+        .filter(|e| e["f"] == "restart" && e["value"]["mid_batch"] == true)
+        .filter_map(|e| e["value"]["sends_in_flight"].as_i64())
+        .collect();
+    eprintln!(
+        "sends in flight as each restart struck: {caught:?}; sends info {}, fail {}",
+        r.verdict["stats"]["sends_info"], r.verdict["stats"]["sends_fail"]
+    );
+    assert!(!caught.is_empty(), "no mid-batch restart in the history");
+    assert!(
+        caught.iter().any(|&n| n >= 10),
+        "no restart caught 10 sends or more in flight: {caught:?}"
+    );
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
+    no_leftovers(&r.dir);
+}
+
+/// The `kafka-acks1-inflight5` negative control (seed D2) at the matrix's rate
+/// and on a busy broker (rate 2000, 32 sends in flight per producer): the busy
+/// run finds more duplicate writes per ack-loss fault, because each lost reply
+/// now stands for many sends that librdkafka retries. Both counts are printed.
+#[test]
+fn kafka_acks1_inflight5_finds_more_duplicates_per_fault_when_busy() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../ci/scenarios/kafka-acks1-inflight5.toml"
+    );
+    let per_fault = |r: &Run| {
+        let faults = nemesis_events(&r.dir)
+            .iter()
+            .filter(|e| e["f"] == "ack-loss")
+            .count()
+            .max(1) as f64;
+        (count(r, "duplicate-write"), faults)
+    };
+    let t = Instant::now();
+    let today = run("acks1-today", &[file]);
+    report("kafka-acks1-inflight5 at its own rate", &today, t);
+    let t = Instant::now();
+    let busy = run("acks1-busy", &[file, "--rate", "2000", "--in-flight", "32"]);
+    report("kafka-acks1-inflight5, rate 2000, in-flight 32", &busy, t);
+    let (d0, f0) = per_fault(&today);
+    let (d1, f1) = per_fault(&busy);
+    eprintln!(
+        "duplicate-write per ack-loss fault: {:.1} at rate 100 with one send in flight ({d0} in {f0} faults), \
+         {:.1} at rate 2000 with 32 in flight ({d1} in {f1} faults); sends ok {} vs {}",
+        d0 as f64 / f0,
+        d1 as f64 / f1,
+        today.verdict["stats"]["sends_ok"],
+        busy.verdict["stats"]["sends_ok"]
+    );
+    assert_eq!(
+        today.code, 1,
+        "the negative control is caught: {}",
+        today.verdict
+    );
+    assert_eq!(
+        busy.code, 1,
+        "the negative control is caught: {}",
+        busy.verdict
+    );
+    assert!(
+        d1 as f64 / f1 > d0 as f64 / f0,
+        "no more duplicates per fault when busy"
+    );
+    no_leftovers(&today.dir);
+    no_leftovers(&busy.dir);
+}
