@@ -14,13 +14,15 @@ use gauntlet_nemesis::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// XADDs per second `redis-benchmark` is expected to reach at most here: its
-/// request count is this times the scenario's time, so it runs about that long.
-const REDIS_BENCHMARK_RATE: u64 = 40_000;
+/// XADDs per second `redis-benchmark` is expected to reach here at most: its
+/// request count is this times the scenario's time, so it runs about that long
+/// or less (it has no time limit of its own).
+const REDIS_BENCHMARK_RATE: u64 = 50_000;
 
-/// The `redis-benchmark` command line: 50 clients (its default), XADDs of one
-/// small entry to a stream of its own, CSV output.
-pub fn redis_benchmark_argv(requests: u64) -> Vec<String> {
+/// The `redis-benchmark` command line with Gauntlet's window: `clients`
+/// connections (the producers), each with `pipeline` requests under way (the
+/// in-flight sends), XADDs of one small entry to a stream of its own, CSV output.
+pub fn redis_benchmark_argv(requests: u64, clients: usize, pipeline: usize) -> Vec<String> {
     [
         "redis-benchmark",
         "-h",
@@ -28,7 +30,9 @@ pub fn redis_benchmark_argv(requests: u64) -> Vec<String> {
         "-p",
         "6379",
         "-c",
-        "50",
+        &clients.max(1).to_string(),
+        "-P",
+        &pipeline.max(1).to_string(),
         "-n",
         &requests.to_string(),
         "--csv",
@@ -62,9 +66,13 @@ pub(super) async fn run(
     time: Duration,
 ) -> Result<Driven, HarnessError> {
     let scenario = ctx.scenario;
+    let (producers, window) = (
+        scenario.queue.producers.max(1),
+        scenario.queue.in_flight.max(1),
+    );
     let figure = if ctx.deployment.broker() == BrokerKind::Redis && scenario.image.is_none() {
         let requests = REDIS_BENCHMARK_RATE * time.as_secs().max(1);
-        let argv = redis_benchmark_argv(requests);
+        let argv = redis_benchmark_argv(requests, producers, window);
         // n1 is the primary: the node the producers write to.
         let node = ctx
             .deployment
@@ -134,9 +142,11 @@ mod tests {
 
     #[test]
     fn the_redis_benchmark_command_runs_as_long_as_asked() {
-        let argv = redis_benchmark_argv(400_000);
+        let argv = redis_benchmark_argv(400_000, 2, 64);
         assert_eq!(argv[0], "redis-benchmark");
         assert!(argv.windows(2).any(|w| w[0] == "-n" && w[1] == "400000"));
+        assert!(argv.windows(2).any(|w| w[0] == "-c" && w[1] == "2"));
+        assert!(argv.windows(2).any(|w| w[0] == "-P" && w[1] == "64"));
         assert_eq!(
             &argv[argv.len() - 5..],
             ["XADD", "gauntlet-bench", "*", "f", "v"]

@@ -486,6 +486,11 @@ impl Scenario {
                 self.broker
             )));
         }
+        if self.queue.in_flight == 0 {
+            return Err(HarnessError::Scenario(
+                "[queue] in-flight = 0: each producer needs at least one send in flight".into(),
+            ));
+        }
         if self.queue.in_flight > 1 && !kind.pipelines() {
             return Err(HarnessError::Scenario(format!(
                 "[queue] in-flight = {}: {} cannot keep several sends in flight on one \
@@ -622,6 +627,8 @@ mod tests {
         toml("sqs", "in-flight = 1")
             .check_workload(BrokerKind::Sqs)
             .expect("one at a time is fine");
+        let none = toml("redis", "in-flight = 0");
+        assert!(none.check_workload(none.broker).is_err());
         // The earlier name is still read.
         assert_eq!(toml("kafka", "pipeline = 16").queue.in_flight, 16);
     }
