@@ -39,15 +39,19 @@ fn named_group(cx: &Ctx<'_>, it: &Item) -> Option<u32> {
 /// Which named groups were delivered each version, in committed polls: the
 /// first group of each place, and any other groups beside it.
 struct Readers {
+    /// [place]: the first named group delivered it, or [`NONE`].
     first: Vec<u32>,
-    more: FxHashMap<u32, Vec<u32>>,
+    /// (place, group) for every other group delivered a place, sorted, each
+    /// once: 8 bytes a pair, where a map of lists cost about a hundred bytes a
+    /// place (a history whose messages go to two groups has one per place).
+    more: Vec<(u32, u32)>,
 }
 
 impl Readers {
     fn new(cx: &Ctx<'_>) -> Readers {
         let mut r = Readers {
             first: Vec::new(),
-            more: FxHashMap::default(),
+            more: Vec::new(),
         };
         for (ii, it) in cx.items.iter().enumerate() {
             let Some(g) = named_group(cx, it) else {
@@ -66,21 +70,21 @@ impl Readers {
                 let slot = &mut r.first[a.pos as usize];
                 if *slot == NONE {
                     *slot = g;
-                } else if *slot != g {
-                    let m = r.more.entry(a.pos).or_default();
-                    if !m.contains(&g) {
-                        m.push(g);
-                    }
+                } else if *slot != g && r.more.last() != Some(&(a.pos, g)) {
+                    r.more.push((a.pos, g));
                 }
             }
         }
+        r.more.sort_unstable();
+        r.more.dedup();
+        r.more.shrink_to_fit();
         r
     }
 
     /// Whether a committed poll of `group` was delivered the version at `pos`.
     fn by_group(&self, pos: u32, group: u32) -> bool {
         self.first.get(pos as usize) == Some(&group)
-            || self.more.get(&pos).is_some_and(|m| m.contains(&group))
+            || self.more.binary_search(&(pos, group)).is_ok()
     }
 
     /// The values of the versions strictly between places `p1` and `p2` that
