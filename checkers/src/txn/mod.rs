@@ -405,10 +405,24 @@ fn merge_by_invoke(items: &mut Vec<Item>, more: Vec<Item>) {
     }
 }
 
-/// The edges of the dependency graph.
-fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
+/// The items that precede others in real time (in the graph, completed, not
+/// `info`), by completion: what [`edges`] merges into the items for realtime edges.
+fn completed(cx: &Ctx<'_>) -> Vec<u32> {
+    let mut done: Vec<u32> = (0..u32_of(cx.items.len()))
+        .filter(|&i| {
+            let it = &cx.items[i as usize];
+            it.node && it.complete != NO_OP && it.outcome != Outcome::Info
+        })
+        .collect();
+    crate::radix::sort_by_key(&mut done, |i| cx.items[i as usize].complete);
+    done
+}
+
+/// The edges of the dependency graph, each given to `e` as (from, to, kind),
+/// the same ones in the same order on every call (`graph::build` calls it
+/// twice); `done` is [`completed`].
+fn edges(cx: &Ctx<'_>, done: &[u32], e: &mut dyn FnMut(u32, u32, u8)) {
     let v = &cx.v;
-    let mut e: Vec<(u32, u32, u8)> = Vec::new();
     // ww: each version's writer after the previous version's.
     let mut prev = NONE;
     for p in 0..v.values.len() {
@@ -418,7 +432,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
         let w = v.writer[p];
         if w != NONE {
             if prev != NONE && prev != w {
-                e.push((prev, w, WW));
+                e(prev, w, WW);
             }
             prev = w;
         }
@@ -439,7 +453,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
                 v.writer[a.pos as usize]
             };
             if w != NONE && w != r && w != lw {
-                e.push((w, r, WR));
+                e(w, r, WR);
                 lw = w;
             }
             // A read of a copy stored elsewhere read the value all the same:
@@ -469,7 +483,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
                     n = v.next[n as usize];
                 }
                 if n != NONE {
-                    e.push((r, v.writer[n as usize], RW));
+                    e(r, v.writer[n as usize], RW);
                 }
             }
         }
@@ -484,20 +498,13 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
             continue;
         };
         if *l != NONE {
-            e.push((*l, u32_of(i), PROCESS));
+            e(*l, u32_of(i), PROCESS);
         }
         *l = u32_of(i);
     }
     // realtime: A completed before B was invoked; only the frontier (no edge implied by two others).
     // Items are in invoke order; their completions, radix-sorted, are merged in.
     // An op that ended `info` may take effect any time later: it precedes nothing.
-    let mut done: Vec<u32> = (0..u32_of(cx.items.len()))
-        .filter(|&i| {
-            let it = &cx.items[i as usize];
-            it.node && it.complete != NO_OP && it.outcome != Outcome::Info
-        })
-        .collect();
-    crate::radix::sort_by_key(&mut done, |i| cx.items[i as usize].complete);
     // The frontier in the order it was joined, which is completion order. A
     // completion of B removes the members that were there when B was invoked:
     // those completed before B's invoke, a prefix.
@@ -512,10 +519,9 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
             d += 1;
         }
         for &f in &frontier {
-            e.push((f, u32_of(i), REALTIME));
+            e(f, u32_of(i), REALTIME);
         }
     }
-    e
 }
 
 /// Item `b` completed: it replaces in the frontier what it follows.
@@ -703,8 +709,9 @@ pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
             warnings,
         };
     }
-    let e = edges(&cx);
-    let g = graph::build(cx.items.len(), e);
+    let done = completed(&cx);
+    let g = graph::build(cx.items.len(), |e| edges(&cx, &done, e));
+    drop(done);
     let (cycles, unknown) = search(&g, deadline, &mut warnings);
     for c in &cycles {
         if let Some((_, f)) = found.iter_mut().find(|(k, _)| *k == c.spec.kind) {
