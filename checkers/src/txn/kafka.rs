@@ -249,7 +249,8 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         }
         // poll-skip / nonmonotonic-poll: this op's first read of each object
         // against the last committed read of it by the same process.
-        let ep = |obj: u32| epochs.epoch(it.process, obj, it.invoke);
+        let invoke = it.invoke(h);
+        let ep = |obj: u32| epochs.epoch(it.process, obj, invoke);
         firsts.clear();
         lasts.clear();
         for r in reads {
