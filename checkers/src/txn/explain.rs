@@ -1,7 +1,7 @@
 //! Every cycle as a proof: which transactions, why each one must come before
 //! the next, and the contradiction; the same facts as data in the example.
 use super::spec::{kind_name, PROCESS, REALTIME, RW, WR, WW};
-use super::{Ctx, Cycle, Source};
+use super::{Ctx, Cycle, Item, Source};
 use crate::verdict::evidence::{Cycle as CycleExample, Step, TxnObject, TxnOp};
 use crate::verdict::Example;
 use gauntlet_history::model::{Outcome, NONE, NO_OP};
@@ -32,7 +32,11 @@ pub(crate) fn obj_ref(cx: &Ctx<'_>, obj: u32) -> Option<TxnObject> {
 
 /// An item as data: what it was, who ran it, how it ended, its op indices.
 pub(crate) fn item_ref(cx: &Ctx<'_>, i: u32) -> TxnOp {
-    let it = &cx.items[i as usize];
+    item_ref_of(cx, &cx.items[i as usize])
+}
+
+/// [`item_ref`] of an item that may be no member of `cx.items` (a bare poll).
+pub(crate) fn item_ref_of(cx: &Ctx<'_>, it: &Item) -> TxnOp {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",

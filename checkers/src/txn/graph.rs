@@ -84,7 +84,12 @@ pub fn build(n: usize, edges: impl Fn(&mut dyn FnMut(u32, u32, u8))) -> Graph {
         let (lo, hi) = (start[a], start[a + 1]);
         start[a] = w;
         out.clear();
-        out.extend(targets[lo..hi].iter().copied().zip(kinds[lo..hi].iter().copied()));
+        out.extend(
+            targets[lo..hi]
+                .iter()
+                .copied()
+                .zip(kinds[lo..hi].iter().copied()),
+        );
         out.sort_unstable_by_key(|&(b, _)| b);
         let first = w;
         for &(b, k) in &out {

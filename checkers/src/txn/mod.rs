@@ -248,7 +248,7 @@ fn build(h: &History) -> Ctx<'_> {
     }
     let txn_node: Vec<bool> = txn_items.iter().map(|it| it.node).collect();
     merge_by_invoke(h, &mut items, txn_items);
-    // Bare polls come in later ([`add_polls`]): only the Kafka checks read them.
+    // Bare polls are no items ([`bare_polls`]): only the Kafka checks read them.
     // Version orders: written sends' positions (a send that ended `info` only
     // where a read proves it written), and every read's, whatever became of
     // the op that read it (Jepsen's version orders).
@@ -365,28 +365,18 @@ fn build(h: &History) -> Ctx<'_> {
     }
 }
 
-/// Merges `more` into `items`, both by invoke, in place from the back; a
-/// (stable) sort if either is out of order after all. Returns the new index
-/// of each item that was in `items`.
-fn merge_by_invoke(h: &History, items: &mut Vec<Item>, more: Vec<Item>) -> Vec<u32> {
-    let m = items.len();
+/// Merges `more` into `items`, both by invoke, in place from the back; a sort
+/// if either is out of order after all.
+fn merge_by_invoke(h: &History, items: &mut Vec<Item>, more: Vec<Item>) {
     let sorted = |v: &[Item]| v.windows(2).all(|w| w[0].invoke(h) <= w[1].invoke(h));
     if !sorted(items) || !sorted(&more) {
         items.extend(more);
-        let mut order: Vec<u32> = (0..u32_of(items.len())).collect();
-        order.sort_by_key(|&i| items[i as usize].invoke(h));
-        let mut new_of = vec![NONE; m];
-        for (to, &from) in order.iter().enumerate() {
-            if let Some(x) = new_of.get_mut(from as usize) {
-                *x = u32_of(to);
-            }
-        }
-        *items = order.iter().map(|&i| items[i as usize]).collect();
-        return new_of;
+        items.sort_by_key(|it| it.invoke(h));
+        return;
     }
-    let mut new_of: Vec<u32> = (0..u32_of(m)).collect();
+    let m = items.len();
     let Some(&fill) = more.first() else {
-        return new_of;
+        return;
     };
     items.resize(m + more.len(), fill);
     let (mut i, mut j, mut w) = (m, more.len(), items.len());
@@ -394,74 +384,68 @@ fn merge_by_invoke(h: &History, items: &mut Vec<Item>, more: Vec<Item>) -> Vec<u
         w -= 1;
         if i > 0 && items[i - 1].invoke(h) > more[j - 1].invoke(h) {
             items[w] = items[i - 1];
-            new_of[i - 1] = u32_of(w);
             i -= 1;
         } else {
             items[w] = more[j - 1];
             j -= 1;
         }
     }
-    new_of
 }
 
-/// Adds the bare polls (the polls that are not a transaction's reads) to the
-/// items, for the Kafka checks: merged by invoke, their reads placed in the
-/// version order. They are never vertices of the graph, so they come in after
-/// it is gone (their items and reads are about half of a queue history's);
-/// the item indices kept in `v.writer` and `writer_of` follow them.
-fn add_polls(cx: &mut Ctx<'_>) {
-    let h = cx.h;
-    let mut poll_items: Vec<Item> = Vec::new();
+/// The bare polls (the polls that are not a transaction's reads, and read
+/// something), by invoke: the Kafka checks read them beside the items. They
+/// are never vertices of the graph, so they are no items: their items and
+/// reads would be about half of a queue history's ([`bare_poll`], [`poll_reads`]).
+pub(crate) fn bare_polls(h: &History) -> Vec<u32> {
+    let mut polls: Vec<u32> = Vec::new();
     for (pi, p) in h.polls.iter().enumerate() {
         let of_txn = h
             .txns
             .binary_search_by_key(&p.invoke, |t| t.invoke)
             .is_ok_and(|t| h.txns[t].process == p.process);
-        if of_txn || p.count == 0 {
-            continue;
+        if !of_txn && p.count != 0 {
+            polls.push(u32_of(pi));
         }
-        let r_first = u32_of(cx.reads.len());
-        for d in h.poll_deliveries(p) {
-            let mut a = Access {
-                value: d.value,
-                obj: d.partition,
-                pos: NONE,
-            };
-            // A read of a copy stored elsewhere (a duplicate, or an offset that
-            // held two values) has no place in the version order.
-            if let Some(p) = cx.v.pos_of.get(h, d.value) {
-                let (off, obj) = (cx.v.offset[p as usize], cx.v.obj[p as usize]);
-                if d.offset == NO_OFFSET || (off == d.offset && obj == a.obj) {
-                    a.pos = p;
-                    a.obj = obj;
-                }
+    }
+    polls.sort_by_key(|&p| h.polls[p as usize].invoke);
+    polls
+}
+
+/// A bare poll as an item (not one of `Ctx::items`; its reads are [`poll_reads`]).
+pub(crate) fn bare_poll(h: &History, p: u32) -> Item {
+    let poll = &h.polls[p as usize];
+    Item {
+        src: Source::Poll(p),
+        process: poll.process,
+        outcome: Outcome::Ok,
+        node: false,
+        w_first: 0,
+        w_count: 0,
+        r_first: 0,
+        r_count: poll.count,
+    }
+}
+
+/// The reads of bare poll `p`, placed in the version order, into `out`.
+pub(crate) fn poll_reads(cx: &Ctx<'_>, p: u32, out: &mut Vec<Access>) {
+    out.clear();
+    for d in cx.h.poll_deliveries(&cx.h.polls[p as usize]) {
+        let mut a = Access {
+            value: d.value,
+            obj: d.partition,
+            pos: NONE,
+        };
+        // A read of a copy stored elsewhere (a duplicate, or an offset that
+        // held two values) has no place in the version order.
+        if let Some(p) = cx.v.pos_of.get(cx.h, d.value) {
+            let (off, obj) = (cx.v.offset[p as usize], cx.v.obj[p as usize]);
+            if d.offset == NO_OFFSET || (off == d.offset && obj == a.obj) {
+                a.pos = p;
+                a.obj = obj;
             }
-            cx.reads.push(a);
         }
-        poll_items.push(Item {
-            src: Source::Poll(u32_of(pi)),
-            process: p.process,
-            outcome: Outcome::Ok,
-            node: false,
-            w_first: 0,
-            w_count: 0,
-            r_first,
-            r_count: p.count,
-        });
+        out.push(a);
     }
-    if poll_items.is_empty() {
-        return;
-    }
-    poll_items.sort_by_key(|it| it.invoke(h));
-    let new_of = merge_by_invoke(h, &mut cx.items, poll_items);
-    let remap = |x: &mut u32| {
-        if let Some(&n) = new_of.get(*x as usize) {
-            *x = n;
-        }
-    };
-    cx.v.writer.iter_mut().for_each(remap);
-    cx.writer_of.by_send.iter_mut().for_each(remap);
-    cx.writer_of.other.values_mut().for_each(remap);
 }
 
 /// The items that precede others in real time (in the graph, completed, not
@@ -758,7 +742,7 @@ fn search(g: &graph::Graph, deadline: Instant, warnings: &mut Vec<String>) -> (V
 pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
     let started = Instant::now();
     let deadline = started + budget;
-    let mut cx = build(h);
+    let cx = build(h);
     let mut warnings = Vec::new();
     let kinds: &[AnomalyKind] = if h.txns.is_empty() {
         &AnomalyKind::KAFKA
@@ -768,7 +752,6 @@ pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
     let mut found: Vec<(AnomalyKind, Found)> =
         kinds.iter().map(|&k| (k, Found::new(max))).collect();
     if h.txns.is_empty() {
-        add_polls(&mut cx);
         kafka::check(&cx, &mut found);
         return Findings {
             found,
@@ -786,7 +769,6 @@ pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
             f.hit(|| explain::cycle(&cx, c));
         }
     }
-    add_polls(&mut cx);
     kafka::check(&cx, &mut found);
     Findings {
         found,
