@@ -1,7 +1,7 @@
 //! Every cycle as a proof: which transactions, why each one must come before
 //! the next, and the contradiction; the same facts as data in the example.
 use super::spec::{kind_name, PROCESS, REALTIME, RW, WR, WW};
-use super::{Ctx, Cycle, Source};
+use super::{Ctx, Cycle, Item, Source};
 use crate::verdict::evidence::{Cycle as CycleExample, Step, TxnObject, TxnOp};
 use crate::verdict::Example;
 use gauntlet_history::model::{Outcome, NONE, NO_OP};
@@ -32,16 +32,21 @@ pub(crate) fn obj_ref(cx: &Ctx<'_>, obj: u32) -> Option<TxnObject> {
 
 /// An item as data: what it was, who ran it, how it ended, its op indices.
 pub(crate) fn item_ref(cx: &Ctx<'_>, i: u32) -> TxnOp {
-    let it = &cx.items[i as usize];
+    item_ref_of(cx, &cx.items[i as usize])
+}
+
+/// [`item_ref`] of an item that may be no member of `cx.items` (a bare poll).
+pub(crate) fn item_ref_of(cx: &Ctx<'_>, it: &Item) -> TxnOp {
     let f = match it.src {
         Source::Txn(_) => "txn",
         Source::Send(_) => "send",
         Source::Poll(_) => "poll",
     };
+    let complete = it.complete(cx.h);
     TxnOp {
-        complete: (it.complete != NO_OP).then_some(it.complete),
+        complete: (complete != NO_OP).then_some(complete),
         f: f.to_string(),
-        invoke: it.invoke,
+        invoke: it.invoke(cx.h),
         name: None,
         process: cx.h.process_number(it.process),
         outcome: outcome_name(it.outcome).to_string(),
@@ -55,16 +60,15 @@ fn item_text(cx: &Ctx<'_>, i: u32) -> String {
         Source::Send(_) => "send",
         Source::Poll(_) => "poll",
     };
-    let done = if it.complete == NO_OP {
-        "never completed".to_string()
-    } else {
-        format!("op {}", it.complete)
+    let done = match it.complete(cx.h) {
+        NO_OP => "never completed".to_string(),
+        c => format!("op {c}"),
     };
     format!(
         "{f} of process {} ({}; invoked at op {}, {done})",
         cx.h.process_number(it.process),
         outcome_name(it.outcome),
-        it.invoke
+        it.invoke(cx.h)
     )
 }
 
@@ -179,12 +183,12 @@ fn step(cx: &Ctx<'_>, a: u32, b: u32, k: u8, an: &str, bn: &str) -> (Step, Strin
             format!("process {p} ran {an} before {bn} (process)")
         }
         REALTIME => {
-            let (ia, ib) = (&cx.items[a as usize], &cx.items[b as usize]);
-            data.completed = Some(ia.complete);
-            data.invoked = Some(ib.invoke);
+            let completed = cx.items[a as usize].complete(cx.h);
+            let invoked = cx.items[b as usize].invoke(cx.h);
+            data.completed = Some(completed);
+            data.invoked = Some(invoked);
             format!(
-                "{an} completed (op {}) before {bn} was invoked (op {}) (realtime)",
-                ia.complete, ib.invoke
+                "{an} completed (op {completed}) before {bn} was invoked (op {invoked}) (realtime)"
             )
         }
         _ => format!("{an} < {bn}"),
@@ -226,10 +230,9 @@ pub(crate) fn cycle(cx: &Ctx<'_>, c: &Cycle) -> Example {
         .iter()
         .map(|&i| {
             let it = &cx.items[i as usize];
-            if it.complete == NO_OP {
-                it.invoke
-            } else {
-                it.complete
+            match it.complete(cx.h) {
+                NO_OP => it.invoke(cx.h),
+                c => c,
             }
         })
         .collect();

@@ -1,59 +1,117 @@
-//! The dependency graph: a petgraph CSR over transaction indices with an edge
-//! kind bit set per pair, strongly connected components of the graph cut to
-//! some kinds, and a breadth-first search for the shortest cycle of a class.
+//! The dependency graph: a compressed sparse row graph over item indices with
+//! an edge kind bit set per pair, strongly connected components of the graph
+//! cut to some kinds, and a breadth-first search for the shortest cycle of a class.
 //!
-//! Tarjan's algorithm is written out iteratively here: petgraph's is
-//! recursive, and a history's write-write chains are millions of edges long.
+//! Tarjan's algorithm is written out iteratively here: a recursive one would
+//! overflow the stack on a history's write-write chains, millions of edges long.
 use super::spec::{accepts, step, Spec, KINDS};
 use gauntlet_history::model::NONE;
-use petgraph::csr::Csr;
-use petgraph::Directed;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::time::Instant;
 
-pub type Graph = Csr<(), u8, Directed, u32>;
+/// Out-edges of node `v` are `targets[start[v]..start[v + 1]]`, sorted, each
+/// target once, with their kinds (or-ed bits) at the same places of `kinds`.
+#[derive(Debug, Default)]
+pub struct Graph {
+    start: Vec<usize>,
+    targets: Vec<u32>,
+    kinds: Vec<u8>,
+}
 
-/// Builds the graph from (from, to, kind) triples in any order; pairs are merged, kinds or-ed.
-/// A counting sort by source, then a small sort per source; the merged list is
-/// written back into `edges` (its pages are in memory already).
-pub fn build(n: usize, mut edges: Vec<(u32, u32, u8)>) -> Graph {
-    let mut start = vec![0usize; n + 1];
-    for &(a, _, _) in &edges {
-        start[a as usize + 1] += 1;
+impl Graph {
+    /// Nodes.
+    pub fn node_count(&self) -> usize {
+        self.start.len().saturating_sub(1)
     }
-    for i in 0..n {
-        start[i + 1] += start[i];
+
+    /// The targets of `v`'s out-edges, ascending.
+    pub fn neighbors_slice(&self, v: u32) -> &[u32] {
+        &self.targets[self.range(v)]
     }
-    let mut cursor = start.clone();
-    let mut slots: Vec<(u32, u8)> = vec![(0, 0); edges.len()];
-    for &(a, b, k) in &edges {
-        let c = &mut cursor[a as usize];
-        slots[*c] = (b, k);
-        *c += 1;
+
+    /// The kinds of `v`'s out-edges, in the order of [`Graph::neighbors_slice`].
+    pub fn edges_slice(&self, v: u32) -> &[u8] {
+        &self.kinds[self.range(v)]
     }
-    drop(cursor);
-    edges.clear();
+
+    fn range(&self, v: u32) -> std::ops::Range<usize> {
+        let v = v as usize;
+        match (self.start.get(v), self.start.get(v + 1)) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        }
+    }
+}
+
+/// Builds the graph of `n` nodes from the (from, to, kind) triples that
+/// `edges` emits, in any order; pairs are merged, kinds or-ed. `edges` runs
+/// twice and must emit the same triples each time: once to count each node's
+/// out-edges, once to put them in their place. So no list of triples (12
+/// bytes an edge) and no copy of it is ever held: only the graph's own 5
+/// bytes an edge, and its row starts.
+pub fn build(n: usize, edges: impl Fn(&mut dyn FnMut(u32, u32, u8))) -> Graph {
+    // start[a + 2] counts a's edges; after the prefix sum start[a + 1] is where
+    // a's edges begin, and it moves along as they are placed, so that at the
+    // end start[a] is where a's edges begin and start[n] is their number.
+    let mut start = vec![0usize; n + 2];
+    edges(&mut |a, _, _| {
+        if let Some(c) = start.get_mut(a as usize + 2) {
+            *c += 1;
+        }
+    });
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let total = start[n + 1];
+    let mut targets = vec![0u32; total];
+    let mut kinds = vec![0u8; total];
+    edges(&mut |a, b, k| {
+        if let Some(c) = start.get_mut(a as usize + 1) {
+            if let (Some(t), Some(kk)) = (targets.get_mut(*c), kinds.get_mut(*c)) {
+                *t = b;
+                *kk = k;
+                *c += 1;
+            }
+        }
+    });
+    start.pop();
+    // Each node's edges by target, equal targets merged, moved down over the
+    // places merging freed.
+    let mut out: Vec<(u32, u8)> = Vec::new();
+    let mut w = 0usize;
     for a in 0..n {
-        let out = &mut slots[start[a]..start[a + 1]];
+        let (lo, hi) = (start[a], start[a + 1]);
+        start[a] = w;
+        out.clear();
+        out.extend(
+            targets[lo..hi]
+                .iter()
+                .copied()
+                .zip(kinds[lo..hi].iter().copied()),
+        );
         out.sort_unstable_by_key(|&(b, _)| b);
-        let first = edges.len();
-        for &(b, k) in out.iter() {
-            let l = edges.len();
-            if l > first && edges[l - 1].1 == b {
-                edges[l - 1].2 |= k;
+        let first = w;
+        for &(b, k) in &out {
+            if w > first && targets[w - 1] == b {
+                kinds[w - 1] |= k;
             } else {
-                edges.push((a as u32, b, k));
+                targets[w] = b;
+                kinds[w] = k;
+                w += 1;
             }
         }
     }
-    drop(slots);
-    let mut g: Graph = Csr::from_sorted_edges(&edges).unwrap_or_default();
-    drop(edges);
-    while g.node_count() < n {
-        g.add_node(());
+    start[n] = w;
+    targets.truncate(w);
+    targets.shrink_to_fit();
+    kinds.truncate(w);
+    kinds.shrink_to_fit();
+    Graph {
+        start,
+        targets,
+        kinds,
     }
-    g
 }
 
 /// Strongly connected components of the graph cut to edges with a kind in

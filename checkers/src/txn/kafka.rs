@@ -3,8 +3,8 @@
 //! of how a process's polls and sends move through each partition
 //! (`jepsen.tests.kafka`: poll-skip, nonmonotonic-poll, nonmonotonic-send,
 //! int-poll-skip, int-nonmonotonic-poll, int-send-skip, int-nonmonotonic-send).
-use super::explain::{item_ref, obj_ref};
-use super::{Access, Ctx, Item, Source};
+use super::explain::{item_ref_of, obj_ref};
+use super::{bare_poll, bare_polls, poll_reads, Access, Ctx, Item, Source};
 use crate::found::Found;
 use crate::verdict::evidence::{G1b, Precommitted, Versions};
 use crate::verdict::AnomalyKind;
@@ -39,24 +39,32 @@ fn named_group(cx: &Ctx<'_>, it: &Item) -> Option<u32> {
 /// Which named groups were delivered each version, in committed polls: the
 /// first group of each place, and any other groups beside it.
 struct Readers {
+    /// [place]: the first named group delivered it, or [`NONE`].
     first: Vec<u32>,
-    more: FxHashMap<u32, Vec<u32>>,
+    /// (place, group) for every other group delivered a place, sorted, each
+    /// once: 8 bytes a pair, where a map of lists cost about a hundred bytes a
+    /// place (a history whose messages go to two groups has one per place).
+    more: Vec<(u32, u32)>,
 }
 
 impl Readers {
-    fn new(cx: &Ctx<'_>) -> Readers {
+    /// From the bare polls (`polls`, [`bare_polls`]): only they read for a named group.
+    fn new(cx: &Ctx<'_>, polls: &[u32]) -> Readers {
         let mut r = Readers {
             first: Vec::new(),
-            more: FxHashMap::default(),
+            more: Vec::new(),
         };
-        for (ii, it) in cx.items.iter().enumerate() {
-            let Some(g) = named_group(cx, it) else {
+        let mut reads = Vec::new();
+        for &p in polls {
+            let it = bare_poll(cx.h, p);
+            let Some(g) = named_group(cx, &it) else {
                 continue;
             };
             if it.outcome != Outcome::Ok {
                 continue;
             }
-            for a in cx.reads_of(ii as u32) {
+            poll_reads(cx, p, &mut reads);
+            for a in &reads {
                 if a.pos == NONE {
                     continue;
                 }
@@ -66,21 +74,21 @@ impl Readers {
                 let slot = &mut r.first[a.pos as usize];
                 if *slot == NONE {
                     *slot = g;
-                } else if *slot != g {
-                    let m = r.more.entry(a.pos).or_default();
-                    if !m.contains(&g) {
-                        m.push(g);
-                    }
+                } else if *slot != g && r.more.last() != Some(&(a.pos, g)) {
+                    r.more.push((a.pos, g));
                 }
             }
         }
+        r.more.sort_unstable();
+        r.more.dedup();
+        r.more.shrink_to_fit();
         r
     }
 
     /// Whether a committed poll of `group` was delivered the version at `pos`.
     fn by_group(&self, pos: u32, group: u32) -> bool {
         self.first.get(pos as usize) == Some(&group)
-            || self.more.get(&pos).is_some_and(|m| m.contains(&group))
+            || self.more.binary_search(&(pos, group)).is_ok()
     }
 
     /// The values of the versions strictly between places `p1` and `p2` that
@@ -105,7 +113,7 @@ impl Readers {
 #[allow(clippy::too_many_arguments)]
 fn internal(
     cx: &Ctx<'_>,
-    i: u32,
+    it: &Item,
     accs: &[Access],
     group: Option<u32>,
     readers: &Readers,
@@ -130,7 +138,7 @@ fn internal(
                         Example::Versions(Versions {
                             delta,
                             object: obj_ref(cx, a.obj),
-                            op: Some(item_ref(cx, i)),
+                            op: Some(item_ref_of(cx, it)),
                             ops: None,
                             skipped: Some(readers.skipped(cx, group, p1, a.pos).take(20).collect()),
                             values: [v1, a.value],
@@ -141,7 +149,7 @@ fn internal(
                         Example::Versions(Versions {
                             delta,
                             object: obj_ref(cx, a.obj),
-                            op: Some(item_ref(cx, i)),
+                            op: Some(item_ref_of(cx, it)),
                             ops: None,
                             skipped: None,
                             values: [v1, a.value],
@@ -168,19 +176,73 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
     let ns = get(found, AnomalyKind::NonmonotonicSend);
     let h = cx.h;
     let epochs = crate::resets::Epochs::new(h);
-    let readers = Readers::new(cx);
+    let polls = bare_polls(h);
+    let readers = Readers::new(cx, &polls);
     // (process, object) -> (item, place, value, epoch) of the last committed read.
-    let mut last_read: FxHashMap<(u32, u32), (u32, u32, i64, u32)> = FxHashMap::default();
+    let mut last_read: FxHashMap<(u32, u32), (Item, u32, i64, u32)> = FxHashMap::default();
     // (process, object) -> (item, place, value, epoch) of the last send.
-    let mut last_send: FxHashMap<(u32, u32), (u32, u32, i64, u32)> = FxHashMap::default();
+    let mut last_send: FxHashMap<(u32, u32), (Item, u32, i64, u32)> = FxHashMap::default();
     let mut firsts: Vec<(u32, u32, i64)> = Vec::new();
     let mut lasts: Vec<(u32, u32, i64)> = Vec::new();
-    for (ii, it) in cx.items.iter().enumerate() {
-        let i = ii as u32;
-        let reads = cx.reads_of(i);
-        let writes = cx.writes_of(i);
-        internal(cx, i, reads, named_group(cx, it), &readers, ips, inp, found);
-        internal(cx, i, writes, None, &readers, iss, ins, found);
+    // The items and the bare polls merged by invoke (on a tie the item first),
+    // the items in a stable order by invoke: the order the polls were once
+    // merged into the items in.
+    let in_order = cx
+        .items
+        .windows(2)
+        .all(|w| w[0].invoke(h) <= w[1].invoke(h));
+    let order: Vec<u32> = if in_order {
+        Vec::new()
+    } else {
+        let mut o: Vec<u32> = (0..cx.items.len() as u32).collect();
+        o.sort_by_key(|&i| cx.items[i as usize].invoke(h));
+        o
+    };
+    let item_at = |k: usize| -> Option<u32> {
+        if in_order {
+            (k < cx.items.len()).then_some(k as u32)
+        } else {
+            order.get(k).copied()
+        }
+    };
+    let (mut next_item, mut next_poll) = (0usize, 0usize);
+    let mut poll_buf: Vec<Access> = Vec::new();
+    loop {
+        let next = (item_at(next_item), polls.get(next_poll));
+        // `i`: the item's index, NONE for a bare poll.
+        let (i, item) = match next {
+            (Some(i), Some(&p)) if cx.items[i as usize].invoke(h) <= h.polls[p as usize].invoke => {
+                next_item += 1;
+                (i, cx.items[i as usize])
+            }
+            (Some(i), None) => {
+                next_item += 1;
+                (i, cx.items[i as usize])
+            }
+            (_, Some(&p)) => {
+                next_poll += 1;
+                poll_reads(cx, p, &mut poll_buf);
+                (NONE, bare_poll(h, p))
+            }
+            (None, None) => break,
+        };
+        let it = &item;
+        let (reads, writes) = if i == NONE {
+            (&poll_buf[..], &[][..])
+        } else {
+            (cx.reads_of(i), cx.writes_of(i))
+        };
+        internal(
+            cx,
+            it,
+            reads,
+            named_group(cx, it),
+            &readers,
+            ips,
+            inp,
+            found,
+        );
+        internal(cx, it, writes, None, &readers, iss, ins, found);
         if let Source::Txn(_) = it.src {
             if let Some(r) = reads
                 .iter()
@@ -189,7 +251,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 hit(found, pre, || {
                     Example::Precommitted(Precommitted {
                         object: obj_ref(cx, r.obj),
-                        op: item_ref(cx, i),
+                        op: item_ref_of(cx, it),
                         value: r.value,
                     })
                 });
@@ -235,9 +297,9 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                             missed: later.value,
                             object: obj_ref(cx, r.obj),
                             read: r.value,
-                            reader: item_ref(cx, i),
+                            reader: item_ref_of(cx, it),
                             then_read: past.value,
-                            writer: item_ref(cx, t),
+                            writer: item_ref_of(cx, &cx.items[t as usize]),
                         })
                     });
                 }
@@ -245,7 +307,8 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         }
         // poll-skip / nonmonotonic-poll: this op's first read of each object
         // against the last committed read of it by the same process.
-        let ep = |obj: u32| epochs.epoch(it.process, obj, it.invoke);
+        let invoke = it.invoke(h);
+        let ep = |obj: u32| epochs.epoch(it.process, obj, invoke);
         firsts.clear();
         lasts.clear();
         for r in reads {
@@ -283,7 +346,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                         delta,
                         object: obj_ref(cx, obj),
                         op: None,
-                        ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                        ops: Some([item_ref_of(cx, &prev), item_ref_of(cx, it)]),
                         skipped: Some(readers.skipped(cx, group, p1, p2).take(20).collect()),
                         values: [v1, v2],
                     })
@@ -294,7 +357,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                         delta,
                         object: obj_ref(cx, obj),
                         op: None,
-                        ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                        ops: Some([item_ref_of(cx, &prev), item_ref_of(cx, it)]),
                         skipped: None,
                         values: [v1, v2],
                     })
@@ -303,7 +366,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
         }
         if it.outcome == Outcome::Ok {
             for &(obj, p, v) in &lasts {
-                last_read.insert((it.process, obj), (i, p, v, ep(obj)));
+                last_read.insert((it.process, obj), (item, p, v, ep(obj)));
             }
         }
         // nonmonotonic-send: this op's first send to each object against the
@@ -338,7 +401,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                                 delta,
                                 object: obj_ref(cx, obj),
                                 op: None,
-                                ops: Some([item_ref(cx, prev), item_ref(cx, i)]),
+                                ops: Some([item_ref_of(cx, &prev), item_ref_of(cx, it)]),
                                 skipped: None,
                                 values: [v1, v2],
                             })
@@ -347,7 +410,7 @@ pub(crate) fn check(cx: &Ctx<'_>, found: &mut [(AnomalyKind, Found)]) {
                 }
             }
             for &(obj, p, v) in &lasts {
-                last_send.insert((it.process, obj), (i, p, v, ep(obj)));
+                last_send.insert((it.process, obj), (item, p, v, ep(obj)));
             }
         }
     }

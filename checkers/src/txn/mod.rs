@@ -50,8 +50,6 @@ pub(crate) enum Source {
 pub(crate) struct Item {
     pub src: Source,
     pub process: u32,
-    pub invoke: u64,
-    pub complete: u64,
     pub outcome: Outcome,
     /// In the graph: committed, or unknown with a write that somebody read.
     pub node: bool,
@@ -59,6 +57,28 @@ pub(crate) struct Item {
     pub w_count: u32,
     pub r_first: u32,
     pub r_count: u32,
+}
+
+impl Item {
+    /// Op index of the invoke (its source's: items keep no copy, 16 bytes an item less).
+    #[inline]
+    pub fn invoke(&self, h: &History) -> u64 {
+        match self.src {
+            Source::Txn(i) => h.txns[i as usize].invoke,
+            Source::Send(i) => h.sends[i as usize].invoke,
+            Source::Poll(i) => h.polls[i as usize].invoke,
+        }
+    }
+
+    /// Op index of the completion, or [`NO_OP`] (its source's).
+    #[inline]
+    pub fn complete(&self, h: &History) -> u64 {
+        match self.src {
+            Source::Txn(i) => h.txns[i as usize].complete,
+            Source::Send(i) => h.sends[i as usize].complete,
+            Source::Poll(i) => h.polls[i as usize].complete,
+        }
+    }
 }
 
 /// One message an item sent or read.
@@ -194,8 +214,6 @@ fn build(h: &History) -> Ctx<'_> {
         items.push(Item {
             src: Source::Send(u32_of(si)),
             process: s.process,
-            invoke: s.invoke,
-            complete: s.complete,
             outcome: s.outcome,
             node: s.outcome == Outcome::Ok || (s.outcome == Outcome::Info && delivered[si]),
             w_first,
@@ -220,8 +238,6 @@ fn build(h: &History) -> Ctx<'_> {
         txn_items.push(Item {
             src: Source::Txn(u32_of(ti)),
             process: t.process,
-            invoke: t.invoke,
-            complete: t.complete,
             outcome: t.outcome,
             node: t.outcome == Outcome::Ok || (t.outcome == Outcome::Info && any_read),
             w_first,
@@ -231,37 +247,8 @@ fn build(h: &History) -> Ctx<'_> {
         });
     }
     let txn_node: Vec<bool> = txn_items.iter().map(|it| it.node).collect();
-    merge_by_invoke(&mut items, txn_items);
-    // Bare polls, for the Kafka checks: the polls that are not a transaction's reads.
-    let mut poll_items: Vec<Item> = Vec::new();
-    for (pi, p) in h.polls.iter().enumerate() {
-        let of_txn = h
-            .txns
-            .binary_search_by_key(&p.invoke, |t| t.invoke)
-            .is_ok_and(|t| h.txns[t].process == p.process);
-        if of_txn || p.count == 0 {
-            continue;
-        }
-        let r_first = u32_of(reads.len());
-        for d in h.poll_deliveries(p) {
-            reads.push(acc(d.value, d.partition));
-            read_offsets.push(d.offset);
-        }
-        poll_items.push(Item {
-            src: Source::Poll(u32_of(pi)),
-            process: p.process,
-            invoke: p.invoke,
-            complete: p.complete,
-            outcome: Outcome::Ok,
-            node: false,
-            w_first: 0,
-            w_count: 0,
-            r_first,
-            r_count: p.count,
-        });
-    }
-    poll_items.sort_by_key(|it| it.invoke);
-    merge_by_invoke(&mut items, poll_items);
+    merge_by_invoke(h, &mut items, txn_items);
+    // Bare polls are no items ([`bare_polls`]): only the Kafka checks read them.
     // Version orders: written sends' positions (a send that ended `info` only
     // where a read proves it written), and every read's, whatever became of
     // the op that read it (Jepsen's version orders).
@@ -380,11 +367,11 @@ fn build(h: &History) -> Ctx<'_> {
 
 /// Merges `more` into `items`, both by invoke, in place from the back; a sort
 /// if either is out of order after all.
-fn merge_by_invoke(items: &mut Vec<Item>, more: Vec<Item>) {
-    let sorted = |v: &[Item]| v.windows(2).all(|w| w[0].invoke <= w[1].invoke);
+fn merge_by_invoke(h: &History, items: &mut Vec<Item>, more: Vec<Item>) {
+    let sorted = |v: &[Item]| v.windows(2).all(|w| w[0].invoke(h) <= w[1].invoke(h));
     if !sorted(items) || !sorted(&more) {
         items.extend(more);
-        items.sort_by_key(|it| it.invoke);
+        items.sort_by_key(|it| it.invoke(h));
         return;
     }
     let m = items.len();
@@ -395,7 +382,7 @@ fn merge_by_invoke(items: &mut Vec<Item>, more: Vec<Item>) {
     let (mut i, mut j, mut w) = (m, more.len(), items.len());
     while j > 0 {
         w -= 1;
-        if i > 0 && items[i - 1].invoke > more[j - 1].invoke {
+        if i > 0 && items[i - 1].invoke(h) > more[j - 1].invoke(h) {
             items[w] = items[i - 1];
             i -= 1;
         } else {
@@ -405,10 +392,80 @@ fn merge_by_invoke(items: &mut Vec<Item>, more: Vec<Item>) {
     }
 }
 
-/// The edges of the dependency graph.
-fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
+/// The bare polls (the polls that are not a transaction's reads, and read
+/// something), by invoke: the Kafka checks read them beside the items. They
+/// are never vertices of the graph, so they are no items: their items and
+/// reads would be about half of a queue history's ([`bare_poll`], [`poll_reads`]).
+pub(crate) fn bare_polls(h: &History) -> Vec<u32> {
+    let mut polls: Vec<u32> = Vec::new();
+    for (pi, p) in h.polls.iter().enumerate() {
+        let of_txn = h
+            .txns
+            .binary_search_by_key(&p.invoke, |t| t.invoke)
+            .is_ok_and(|t| h.txns[t].process == p.process);
+        if !of_txn && p.count != 0 {
+            polls.push(u32_of(pi));
+        }
+    }
+    polls.sort_by_key(|&p| h.polls[p as usize].invoke);
+    polls
+}
+
+/// A bare poll as an item (not one of `Ctx::items`; its reads are [`poll_reads`]).
+pub(crate) fn bare_poll(h: &History, p: u32) -> Item {
+    let poll = &h.polls[p as usize];
+    Item {
+        src: Source::Poll(p),
+        process: poll.process,
+        outcome: Outcome::Ok,
+        node: false,
+        w_first: 0,
+        w_count: 0,
+        r_first: 0,
+        r_count: poll.count,
+    }
+}
+
+/// The reads of bare poll `p`, placed in the version order, into `out`.
+pub(crate) fn poll_reads(cx: &Ctx<'_>, p: u32, out: &mut Vec<Access>) {
+    out.clear();
+    for d in cx.h.poll_deliveries(&cx.h.polls[p as usize]) {
+        let mut a = Access {
+            value: d.value,
+            obj: d.partition,
+            pos: NONE,
+        };
+        // A read of a copy stored elsewhere (a duplicate, or an offset that
+        // held two values) has no place in the version order.
+        if let Some(p) = cx.v.pos_of.get(cx.h, d.value) {
+            let (off, obj) = (cx.v.offset[p as usize], cx.v.obj[p as usize]);
+            if d.offset == NO_OFFSET || (off == d.offset && obj == a.obj) {
+                a.pos = p;
+                a.obj = obj;
+            }
+        }
+        out.push(a);
+    }
+}
+
+/// The items that precede others in real time (in the graph, completed, not
+/// `info`), by completion: what [`edges`] merges into the items for realtime edges.
+fn completed(cx: &Ctx<'_>) -> Vec<u32> {
+    let mut done: Vec<u32> = (0..u32_of(cx.items.len()))
+        .filter(|&i| {
+            let it = &cx.items[i as usize];
+            it.node && it.complete(cx.h) != NO_OP && it.outcome != Outcome::Info
+        })
+        .collect();
+    crate::radix::sort_by_key(&mut done, |i| cx.items[i as usize].complete(cx.h));
+    done
+}
+
+/// The edges of the dependency graph, each given to `e` as (from, to, kind),
+/// the same ones in the same order on every call (`graph::build` calls it
+/// twice); `done` is [`completed`].
+fn edges(cx: &Ctx<'_>, done: &[u32], e: &mut dyn FnMut(u32, u32, u8)) {
     let v = &cx.v;
-    let mut e: Vec<(u32, u32, u8)> = Vec::new();
     // ww: each version's writer after the previous version's.
     let mut prev = NONE;
     for p in 0..v.values.len() {
@@ -418,7 +475,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
         let w = v.writer[p];
         if w != NONE {
             if prev != NONE && prev != w {
-                e.push((prev, w, WW));
+                e(prev, w, WW);
             }
             prev = w;
         }
@@ -439,7 +496,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
                 v.writer[a.pos as usize]
             };
             if w != NONE && w != r && w != lw {
-                e.push((w, r, WR));
+                e(w, r, WR);
                 lw = w;
             }
             // A read of a copy stored elsewhere read the value all the same:
@@ -469,7 +526,7 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
                     n = v.next[n as usize];
                 }
                 if n != NONE {
-                    e.push((r, v.writer[n as usize], RW));
+                    e(r, v.writer[n as usize], RW);
                 }
             }
         }
@@ -484,20 +541,13 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
             continue;
         };
         if *l != NONE {
-            e.push((*l, u32_of(i), PROCESS));
+            e(*l, u32_of(i), PROCESS);
         }
         *l = u32_of(i);
     }
     // realtime: A completed before B was invoked; only the frontier (no edge implied by two others).
     // Items are in invoke order; their completions, radix-sorted, are merged in.
     // An op that ended `info` may take effect any time later: it precedes nothing.
-    let mut done: Vec<u32> = (0..u32_of(cx.items.len()))
-        .filter(|&i| {
-            let it = &cx.items[i as usize];
-            it.node && it.complete != NO_OP && it.outcome != Outcome::Info
-        })
-        .collect();
-    crate::radix::sort_by_key(&mut done, |i| cx.items[i as usize].complete);
     // The frontier in the order it was joined, which is completion order. A
     // completion of B removes the members that were there when B was invoked:
     // those completed before B's invoke, a prefix.
@@ -507,23 +557,23 @@ fn edges(cx: &Ctx<'_>) -> Vec<(u32, u32, u8)> {
         if !it.node {
             continue;
         }
-        while d < done.len() && cx.items[done[d] as usize].complete < it.invoke {
+        let invoke = it.invoke(cx.h);
+        while d < done.len() && cx.items[done[d] as usize].complete(cx.h) < invoke {
             complete_one(cx, &mut frontier, done[d]);
             d += 1;
         }
         for &f in &frontier {
-            e.push((f, u32_of(i), REALTIME));
+            e(f, u32_of(i), REALTIME);
         }
     }
-    e
 }
 
 /// Item `b` completed: it replaces in the frontier what it follows.
 fn complete_one(cx: &Ctx<'_>, frontier: &mut Vec<u32>, b: u32) {
-    let inv = cx.items[b as usize].invoke;
+    let inv = cx.items[b as usize].invoke(cx.h);
     let k = frontier
         .iter()
-        .position(|&f| cx.items[f as usize].complete >= inv)
+        .position(|&f| cx.items[f as usize].complete(cx.h) >= inv)
         .unwrap_or(frontier.len());
     frontier.drain(..k);
     frontier.push(b);
@@ -598,8 +648,7 @@ pub(crate) struct Cycle {
 /// Searches the graph: cycles of every class in [`SPECS`].
 fn search(g: &graph::Graph, deadline: Instant, warnings: &mut Vec<String>) -> (Vec<Cycle>, bool) {
     let n = g.node_count();
-    let all_active = vec![true; n];
-    let (full, full_n) = graph::scc(g, ALL, &all_active);
+    let (full, full_n) = graph::scc(g, ALL, &vec![true; n]);
     let mut cycles = Vec::new();
     let mut unknown = false;
     if full_n == 0 {
@@ -609,15 +658,22 @@ fn search(g: &graph::Graph, deadline: Instant, warnings: &mut Vec<String>) -> (V
     let (data, data_n) = graph::scc(g, DATA, &in_full);
     let in_data: Vec<bool> = data.iter().map(|&c| c != NONE).collect();
     let mut explained = vec![false; data_n as usize];
-    let mut sccs: FxHashMap<u8, (Vec<u32>, u32)> = FxHashMap::default();
+    // The components of the graph cut to the current class's kinds: classes
+    // that share a cut come one after the other in SPECS, so one is kept at a time.
+    let mut cut: Option<(u8, Vec<u32>, u32)> = None;
     'specs: for spec in SPECS {
         let active = if spec.data_only { &in_data } else { &in_full };
         if spec.data_only && data_n == 0 {
             continue;
         }
-        let (comp, ncomp) = sccs
-            .entry(spec.scc)
-            .or_insert_with(|| graph::scc(g, spec.scc, active));
+        if cut.as_ref().is_none_or(|c| c.0 != spec.scc) {
+            drop(cut.take());
+            let (comp, ncomp) = graph::scc(g, spec.scc, active);
+            cut = Some((spec.scc, comp, ncomp));
+        }
+        let Some((_, comp, ncomp)) = &cut else {
+            continue;
+        };
         let certain = spec.allowed == spec.scc
             && spec.single == 0
             && spec.multiple == 0
@@ -703,9 +759,11 @@ pub(crate) fn check(h: &History, max: usize, budget: Duration) -> Findings {
             warnings,
         };
     }
-    let e = edges(&cx);
-    let g = graph::build(cx.items.len(), e);
+    let done = completed(&cx);
+    let g = graph::build(cx.items.len(), |e| edges(&cx, &done, e));
+    drop(done);
     let (cycles, unknown) = search(&g, deadline, &mut warnings);
+    drop(g);
     for c in &cycles {
         if let Some((_, f)) = found.iter_mut().find(|(k, _)| *k == c.spec.kind) {
             f.hit(|| explain::cycle(&cx, c));

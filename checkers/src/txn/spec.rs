@@ -172,3 +172,26 @@ pub fn accepts(spec: &Spec, st: u8) -> bool {
         && (spec.single == 0 || st & 2 != 0)
         && (spec.multiple == 0 || (st >> 2) & 3 >= 2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SPECS;
+
+    /// The search keeps one cut's components at a time: classes that share a
+    /// cut must come one after the other.
+    #[test]
+    fn classes_of_one_cut_are_adjacent() {
+        for (i, a) in SPECS.iter().enumerate() {
+            for (j, b) in SPECS.iter().enumerate().skip(i + 1) {
+                if a.scc == b.scc {
+                    assert!(
+                        SPECS[i..=j].iter().all(|s| s.scc == a.scc),
+                        "{} and {} share a cut but are not adjacent",
+                        a.kind,
+                        b.kind
+                    );
+                }
+            }
+        }
+    }
+}
