@@ -119,6 +119,25 @@ impl<W: Write> HistoryWriter<W> {
         Ok(index)
     }
 
+    /// Records several events now, as one write (their lines in order, the same
+    /// time for each); returns the index of the first. When the write fails,
+    /// part of the batch may be in the output (a prefix of its lines, the last
+    /// one possibly cut) and no index is taken.
+    pub fn append_all(&mut self, events: &[Event]) -> io::Result<u64> {
+        let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let time = now.max(self.last_time);
+        let first = self.next_index;
+        self.line.clear();
+        for (i, e) in events.iter().enumerate() {
+            write_line(&mut self.line, first + i as u64, time, e)?;
+        }
+        self.out.write_all(&self.line)?;
+        self.out.flush()?;
+        self.next_index += events.len() as u64;
+        self.last_time = time;
+        Ok(first)
+    }
+
     /// Ends the writer and gives back its output.
     pub fn into_inner(self) -> W {
         self.out
@@ -152,4 +171,44 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
     }
     buf.extend_from_slice(b"}\n");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Actor, Event, OpType};
+
+    #[test]
+    fn a_batch_is_the_same_lines_as_one_by_one_with_consecutive_indexes() {
+        let ev = |p: u64, kind: OpType| {
+            Event::new(Actor::Client(p), kind, "send")
+                .value(serde_json::json!({"key": "k1", "value": p}))
+        };
+        let mut w = HistoryWriter::new(Vec::new());
+        assert_eq!(w.append(&ev(0, OpType::Invoke)).expect("one"), 0);
+        let batch = [
+            ev(1, OpType::Invoke),
+            ev(2, OpType::Invoke),
+            ev(0, OpType::Ok),
+        ];
+        assert_eq!(w.append_all(&batch).expect("batch"), 1);
+        assert_eq!(w.append(&ev(1, OpType::Ok)).expect("after"), 4);
+        assert_eq!(w.append_all(&[]).expect("empty"), 5);
+        let text = String::from_utf8(w.into_inner()).expect("utf8");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect();
+        assert_eq!(lines.len(), 5);
+        for (i, l) in lines.iter().enumerate() {
+            assert_eq!(l["index"], i as u64);
+        }
+        assert_eq!(
+            lines[1]["time"], lines[3]["time"],
+            "a batch is written at one time"
+        );
+        assert!(lines[4]["time"].as_u64() >= lines[3]["time"].as_u64());
+        assert_eq!(lines[3]["type"], "ok");
+        assert_eq!(lines[2]["process"], 2);
+    }
 }

@@ -197,8 +197,14 @@ const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// a slot, and each slot is a process of the history (a slot whose send ended
 /// unknown or failed comes back under a new number); every invoke names
 /// `producer`, so the checker orders the producer's sends by invocation across
-/// its slots. Invoke and hand-over to the client happen together in this one task,
-/// so the history's invoke order is the client's order.
+/// its slots. Invoke and hand-over to the client happen in this one task, the
+/// invokes recorded first, so the history's invoke order is the client's order.
+///
+/// Each turn of the loop records, each group in one write: the completions
+/// that are ready (a pipeline's answers arrive together), then the invokes of
+/// the sends that are due and have a free slot, which are then handed over in
+/// that order. Every send keeps its own invoke and its own completion; a
+/// group's events carry the time of their write.
 #[allow(clippy::too_many_arguments)]
 async fn pipelined_producer(
     driver: Arc<dyn Driver>,
@@ -213,6 +219,7 @@ async fn pipelined_producer(
     in_flight_sends: Arc<AtomicI64>,
 ) -> u64 {
     use futures_util::stream::{FuturesUnordered, StreamExt};
+    use futures_util::FutureExt;
     let mut producer = loop {
         if stop.load(Ordering::Relaxed) {
             return 0;
@@ -230,80 +237,101 @@ async fn pipelined_producer(
         std::pin::Pin<Box<dyn std::future::Future<Output = Ended> + Send>>,
     > = FuturesUnordered::new();
     let mut sent = 0u64;
+    let mut ended: Vec<Event> = Vec::with_capacity(depth);
+    let mut due_now: Vec<(u64, String, i64)> = Vec::with_capacity(depth);
+    let mut invokes: Vec<Event> = Vec::with_capacity(depth);
+    // Slot bookkeeping for one completion; its event goes into `ended`.
+    let mut complete = |done: Ended, ended: &mut Vec<Event>, free: &mut Vec<u64>| {
+        let (process, key, value, began, outcome) = done;
+        recorder.send_latency(Instant::now().saturating_duration_since(began));
+        in_flight_sends.fetch_sub(1, Ordering::Relaxed);
+        ended.push(send_end(Actor::Client(process), &key, value, &outcome));
+        free.push(match outcome {
+            Outcome::Ok(_) => process,
+            // Unknown or failed: that slot comes back under a new process number.
+            _ => recorder.new_process(),
+        });
+    };
     loop {
+        // The completions that are ready now, recorded together.
+        while let Some(Some(done)) = in_flight.next().now_or_never() {
+            complete(done, &mut ended, &mut free);
+        }
+        if !ended.is_empty() {
+            // Refused after a failed write: `stopping` below ends the loop.
+            let _ = recorder.record_all(&ended);
+            ended.clear();
+        }
         let stopping = stop.load(Ordering::Relaxed) || recorder.failed();
         if stopping && in_flight.is_empty() {
             break;
         }
-        let due = start + interval.mul_f64(sent as f64);
-        let can_send = !stopping && !free.is_empty();
-        let wait_due = async {
-            if can_send {
-                tokio::time::sleep_until(due.into()).await
-            } else {
-                // Only a completion (or the stop check below) moves on.
-                tokio::time::sleep(Duration::from_millis(100)).await
-            }
-        };
-        tokio::select! {
-            Some((process, key, value, began, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
-                recorder.send_latency(Instant::now().saturating_duration_since(began));
-                in_flight_sends.fetch_sub(1, Ordering::Relaxed);
-                // Refused after a failed write: `stopping` above ends the loop.
-                let _ = recorder.record(&send_end(Actor::Client(process), &key, value, &outcome));
-                free.push(match outcome {
-                    Outcome::Ok(_) => process,
-                    // Unknown or failed: that slot comes back under a new process number.
-                    _ => recorder.new_process(),
-                });
-            }
-            _ = wait_due => {
-                if !can_send {
-                    continue;
-                }
-                let Some(process) = free.pop() else { continue };
+        // The sends that are due and have a slot: invokes first, in one write,
+        // then each handed over in that order.
+        if !stopping {
+            let now = Instant::now();
+            while !free.is_empty() && start + interval.mul_f64(sent as f64) <= now {
+                let Some(process) = free.pop() else { break };
                 let key = format!("k{}", rng.below(keys));
                 let value = next_value.fetch_add(1, Ordering::Relaxed);
-                let actor = Actor::Client(process);
-                if recorder
-                    .record(
-                        &Event::new(actor.clone(), OpType::Invoke, "send")
-                            .producer(producer_no)
-                            .value(json!({"key": key, "value": value})),
-                    )
-                    .is_err()
-                {
+                invokes.push(
+                    Event::new(Actor::Client(process), OpType::Invoke, "send")
+                        .producer(producer_no)
+                        .value(json!({"key": key, "value": value})),
+                );
+                due_now.push((process, key, value));
+                sent += 1;
+            }
+            if !due_now.is_empty() {
+                let recorded = recorder.record_all(&invokes).is_ok();
+                invokes.clear();
+                if !recorded {
                     // Not recorded: not sent either.
-                    free.push(process);
+                    sent -= due_now.len() as u64;
+                    free.extend(due_now.drain(..).map(|(p, _, _)| p));
                     continue;
                 }
-                in_flight_sends.fetch_add(1, Ordering::Relaxed);
-                let began = Instant::now();
-                sent += 1;
-                // The hand-over is awaited here, in the order of the invokes; a
-                // client that cannot take the send in time leaves it unknown.
-                let handed = tokio::time::timeout(HANDOVER_TIMEOUT, producer.enqueue(&key, value)).await;
-                let pending: crate::client::PendingSend = match handed {
-                    Ok(Some(p)) => p,
-                    Ok(None) => {
-                        let outcome = Outcome::Fail(format!(
-                            "{}'s client does not pipeline sends ([queue] in-flight > 1)",
-                            driver.name()
-                        ));
-                        Box::pin(async move { outcome })
-                    }
-                    Err(_) => {
-                        let outcome = Outcome::Info(format!(
-                            "the client did not take the send within {HANDOVER_TIMEOUT:?}"
-                        ));
-                        Box::pin(async move { outcome })
-                    }
-                };
-                in_flight.push(Box::pin(async move {
-                    let outcome = pending.await;
-                    (process, key, value, began, outcome)
-                }));
+                for (process, key, value) in due_now.drain(..) {
+                    in_flight_sends.fetch_add(1, Ordering::Relaxed);
+                    let began = Instant::now();
+                    // The hand-over is awaited here, in the order of the invokes; a
+                    // client that cannot take the send in time leaves it unknown.
+                    let handed =
+                        tokio::time::timeout(HANDOVER_TIMEOUT, producer.enqueue(&key, value)).await;
+                    let pending: crate::client::PendingSend = match handed {
+                        Ok(Some(p)) => p,
+                        Ok(None) => {
+                            let outcome = Outcome::Fail(format!(
+                                "{}'s client does not pipeline sends ([queue] in-flight > 1)",
+                                driver.name()
+                            ));
+                            Box::pin(async move { outcome })
+                        }
+                        Err(_) => {
+                            let outcome = Outcome::Info(format!(
+                                "the client did not take the send within {HANDOVER_TIMEOUT:?}"
+                            ));
+                            Box::pin(async move { outcome })
+                        }
+                    };
+                    in_flight.push(Box::pin(async move {
+                        let outcome = pending.await;
+                        (process, key, value, began, outcome)
+                    }));
+                }
+                continue;
             }
+        }
+        // Nothing to do now: wait for a completion, the next due send, or (every
+        // 100 ms) the stop check.
+        let can_send = !stopping && !free.is_empty();
+        let due = start + interval.mul_f64(sent as f64);
+        tokio::select! {
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                complete(done, &mut ended, &mut free);
+            }
+            _ = tokio::time::sleep_until(due.into()), if can_send => {}
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
     }
     sent

