@@ -241,7 +241,7 @@ async fn pipelined_producer(
     let mut due_now: Vec<(u64, String, i64)> = Vec::with_capacity(depth);
     let mut invokes: Vec<Event> = Vec::with_capacity(depth);
     // Slot bookkeeping for one completion; its event goes into `ended`.
-    let mut complete = |done: Ended, ended: &mut Vec<Event>, free: &mut Vec<u64>| {
+    let complete = |done: Ended, ended: &mut Vec<Event>, free: &mut Vec<u64>| {
         let (process, key, value, began, outcome) = done;
         recorder.send_latency(Instant::now().saturating_duration_since(began));
         in_flight_sends.fetch_sub(1, Ordering::Relaxed);
