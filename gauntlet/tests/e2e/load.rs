@@ -42,8 +42,9 @@ fn overlap(dir: &Path) -> (u64, i64) {
 /// before one its producer invoked earlier. Positions: Redis's stream ids
 /// (`ms-seq`), NATS's stream sequence (`offset`).
 fn write_order(dir: &Path) -> (usize, usize) {
+    type Position = (u64, u64);
     let mut invoked: HashMap<u64, (u64, u64)> = HashMap::new();
-    let mut stored: HashMap<u64, Vec<(u64, (u64, u64))>> = HashMap::new();
+    let mut stored: HashMap<u64, Vec<(u64, Position)>> = HashMap::new();
     for v in history_events(&dir.join("history.jsonl")) {
         if v["f"] != "send" {
             continue;
