@@ -231,3 +231,34 @@ pub fn history_events(path: &Path) -> Vec<Value> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .collect()
 }
+
+/// Sends invoked while another send of the same producer was still open, and the
+/// most a producer had open at once.
+pub fn overlap(dir: &Path) -> (u64, i64) {
+    let mut open: std::collections::HashMap<u64, i64> = Default::default();
+    let mut producer_of: std::collections::HashMap<u64, u64> = Default::default();
+    let (mut overlapped, mut most) = (0u64, 0i64);
+    for v in history_events(&dir.join("history.jsonl")) {
+        if v["f"] != "send" {
+            continue;
+        }
+        let Some(p) = v["process"].as_u64() else {
+            continue;
+        };
+        if v["type"] == "invoke" {
+            let producer = v["producer"]
+                .as_u64()
+                .expect("a pipelined send names its producer");
+            producer_of.insert(p, producer);
+            let n = open.entry(producer).or_insert(0);
+            if *n > 0 {
+                overlapped += 1;
+            }
+            *n += 1;
+            most = most.max(*n);
+        } else if let Some(producer) = producer_of.get(&p) {
+            *open.entry(*producer).or_insert(1) -= 1;
+        }
+    }
+    (overlapped, most)
+}

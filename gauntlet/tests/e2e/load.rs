@@ -6,37 +6,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-/// Sends invoked while another send of the same producer was still open, and the
-/// most a producer had open at once.
-fn overlap(dir: &Path) -> (u64, i64) {
-    let mut open: HashMap<u64, i64> = HashMap::new();
-    let mut producer_of: HashMap<u64, u64> = HashMap::new();
-    let (mut overlapped, mut most) = (0u64, 0i64);
-    for v in history_events(&dir.join("history.jsonl")) {
-        if v["f"] != "send" {
-            continue;
-        }
-        let Some(p) = v["process"].as_u64() else {
-            continue;
-        };
-        if v["type"] == "invoke" {
-            let producer = v["producer"]
-                .as_u64()
-                .expect("a pipelined send names its producer");
-            producer_of.insert(p, producer);
-            let n = open.entry(producer).or_insert(0);
-            if *n > 0 {
-                overlapped += 1;
-            }
-            *n += 1;
-            most = most.max(*n);
-        } else if let Some(producer) = producer_of.get(&p) {
-            *open.entry(*producer).or_insert(1) -= 1;
-        }
-    }
-    (overlapped, most)
-}
-
 /// Where the broker stored each acknowledged send, per producer, in the order the
 /// producer invoked them: `(sends, inversions)`, an inversion being a send stored
 /// before one its producer invoked earlier. Positions: Redis's stream ids

@@ -358,34 +358,7 @@ fn kafka_pipelined_producer_under_ack_loss() {
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
     assert_eq!(r.verdict["stats"]["drained"], Value::Bool(true));
     // The sends overlapped: some invoke came while a send of the same producer was open.
-    let text = std::fs::read_to_string(r.dir.join("history.jsonl")).expect("history");
-    let mut open: std::collections::HashMap<u64, i64> = Default::default();
-    let mut overlapped = 0;
-    let mut slot_of: std::collections::HashMap<u64, u64> = Default::default();
-    for v in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
-        if v["f"] != "send" {
-            continue;
-        }
-        let Some(p) = v["process"].as_u64() else {
-            continue;
-        };
-        if v["type"] == "invoke" {
-            let producer = v["producer"]
-                .as_u64()
-                .expect("a pipelined send names its producer");
-            slot_of.insert(p, producer);
-            let n = open.entry(producer).or_insert(0);
-            if *n > 0 {
-                overlapped += 1;
-            }
-            *n += 1;
-        } else if let Some(producer) = slot_of.get(&p) {
-            *open.entry(*producer).or_insert(1) -= 1;
-        }
-    }
+    let (overlapped, _) = overlap(&r.dir);
     assert!(
         overlapped > 100,
         "only {overlapped} sends overlapped another"

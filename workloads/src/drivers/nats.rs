@@ -258,6 +258,19 @@ struct NatsProducer {
 }
 
 impl NatsProducer {
+    /// A send's subject (the key's), headers (`Nats-Msg-Id` = the value with
+    /// `dedup`) and body.
+    fn message(&self, key: &str, value: i64) -> (String, HeaderMap, Vec<u8>) {
+        let mut headers = HeaderMap::new();
+        if self.dedup {
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                value.to_string().as_str(),
+            );
+        }
+        (format!("{STREAM}.{key}"), headers, body(key, value))
+    }
+
     async fn attempt(&self, subject: &str, headers: &HeaderMap, payload: &[u8]) -> Outcome<Stored> {
         if !self.confirms {
             // Fire and forget: a core publish the stream captures, no PubAck asked for.
@@ -336,15 +349,7 @@ async fn retried(
 #[async_trait]
 impl Producer for NatsProducer {
     async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
-        let subject = format!("{STREAM}.{key}");
-        let mut headers = HeaderMap::new();
-        if self.dedup {
-            headers.insert(
-                async_nats::header::NATS_MESSAGE_ID,
-                value.to_string().as_str(),
-            );
-        }
-        let payload = body(key, value);
+        let (subject, headers, payload) = self.message(key, value);
         if !self.confirms {
             // Fire and forget: the publish is queued in the client, and that is all.
             let outcome = self.attempt(&subject, &headers, &payload).await;
@@ -367,15 +372,7 @@ impl Producer for NatsProducer {
     }
 
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
-        let subject = format!("{STREAM}.{key}");
-        let mut headers = HeaderMap::new();
-        if self.dedup {
-            headers.insert(
-                async_nats::header::NATS_MESSAGE_ID,
-                value.to_string().as_str(),
-            );
-        }
-        let payload = body(key, value);
+        let (subject, headers, payload) = self.message(key, value);
         // The client does not retry publishes; `retries` is done here. A retry after an
         // unknown outcome may store the message twice unless `dedup` sets Nats-Msg-Id.
         let mut unknown: Option<String> = None;
