@@ -108,15 +108,7 @@ impl<W: Write> HistoryWriter<W> {
 
     /// Records an event at a given time (clamped so time never goes back); returns its index.
     pub fn append_at(&mut self, time: u64, e: &Event) -> io::Result<u64> {
-        let time = time.max(self.last_time);
-        let index = self.next_index;
-        self.line.clear();
-        write_line(&mut self.line, index, time, e)?;
-        self.out.write_all(&self.line)?;
-        self.out.flush()?;
-        self.next_index += 1;
-        self.last_time = time;
-        Ok(index)
+        self.append_all_at(time, std::slice::from_ref(e))
     }
 
     /// Records several events now, as one write (their lines in order, the same
@@ -125,7 +117,12 @@ impl<W: Write> HistoryWriter<W> {
     /// one possibly cut) and no index is taken.
     pub fn append_all(&mut self, events: &[Event]) -> io::Result<u64> {
         let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let time = now.max(self.last_time);
+        self.append_all_at(now, events)
+    }
+
+    /// [`HistoryWriter::append_all`] at a given time (clamped so time never goes back).
+    fn append_all_at(&mut self, time: u64, events: &[Event]) -> io::Result<u64> {
+        let time = time.max(self.last_time);
         let first = self.next_index;
         self.line.clear();
         for (i, e) in events.iter().enumerate() {

@@ -32,17 +32,22 @@ impl Redis {
     }
 
     async fn connect(&self) -> Result<MultiplexedConnection, ClientError> {
-        let connect_err = |e: RedisError| ClientError::Connect {
-            broker: "redis",
-            addr: self.url.clone(),
-            reason: e.to_string(),
-        };
-        let client = redis::Client::open(self.url.as_str()).map_err(connect_err)?;
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(connect_err)
+        connect(&self.url).await
     }
+}
+
+/// A multiplexed connection to the node at `url`.
+async fn connect(url: &str) -> Result<MultiplexedConnection, ClientError> {
+    let connect_err = |e: RedisError| ClientError::Connect {
+        broker: "redis",
+        addr: url.to_string(),
+        reason: e.to_string(),
+    };
+    let client = redis::Client::open(url).map_err(connect_err)?;
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(connect_err)
 }
 
 /// The one place Redis errors become outcomes.
@@ -168,8 +173,7 @@ fn xadd_outcome(v: Value) -> Outcome<Stored> {
 
 /// A new connection to `url` for the pipelining task, or why there is none.
 async fn reconnect(url: &str) -> Result<MultiplexedConnection, String> {
-    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
-    match tokio::time::timeout(REPLY_TIMEOUT, client.get_multiplexed_async_connection()).await {
+    match tokio::time::timeout(REPLY_TIMEOUT, connect(url)).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("reconnecting: {e}")),
         Err(_) => Err(format!(
