@@ -20,6 +20,7 @@
 //! on a broker, Docker or any other part of a run.
 #![warn(missing_docs)]
 mod delivery;
+mod flow;
 mod found;
 mod offsets;
 mod order;
@@ -38,8 +39,8 @@ pub use gauntlet_history::History;
 use gauntlet_history::OpType;
 use gauntlet_history::NO_OFFSET;
 pub use verdict::{
-    Anomaly, AnomalyKind, Guarantee, Incomplete, IncompleteReason, Latency, Stats, Status,
-    Unjudged, UnjudgedReason, Validity, Verdict,
+    Anomaly, AnomalyKind, Flow, FlowRow, Guarantee, Incomplete, IncompleteReason, LagBucket,
+    Latency, Stats, Status, Unjudged, UnjudgedReason, Validity, Verdict,
 };
 
 /// How to judge a history.

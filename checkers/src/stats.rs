@@ -46,6 +46,7 @@ pub(crate) fn stats(h: &History, groups: usize, delivered_distinct: u64) -> Stat
         } else {
             0.0
         },
+        flow: crate::flow::flow(h),
     }
 }
 

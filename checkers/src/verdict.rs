@@ -3,7 +3,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod evidence;
+pub mod flow;
 pub use evidence::Example;
+pub use flow::{Flow, FlowRow, LagBucket};
 use std::fmt;
 use std::str::FromStr;
 
@@ -421,6 +423,10 @@ pub struct Stats {
     /// counted).
     #[serde(default)]
     pub sends_ok_per_s: f64,
+    /// Extension (seed O6): throughput and consumer lag per key and per
+    /// partition, and lag over time; absent when no send names a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
 }
 
 /// Percentiles of a latency, in nanoseconds.

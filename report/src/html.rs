@@ -316,6 +316,7 @@ pub fn render(h: &History, v: &Verdict, opts: &HtmlOptions<'_>) -> String {
     anomalies(&mut out, v);
     timeline(&mut out, h, v, &faults);
     rates(&mut out, h, &faults);
+    flow_section(&mut out, h, v, &faults);
     key_plots(&mut out, h, v);
     fault_table(&mut out, h, &faults);
     scenario_section(&mut out, v, &info, opts.scenario_toml);
@@ -997,6 +998,115 @@ fn rates(out: &mut String, h: &History, faults: &Faults) {
                 name: "p99",
                 color: "#bf3989",
                 values: lat.iter().map(|l| l.quantile(0.99)).collect(),
+            },
+        ],
+    );
+    out.push_str("</div></section>\n");
+}
+
+fn lag_cell(l: Option<gauntlet_checkers::Latency>) -> String {
+    l.map(|l| {
+        format!(
+            "{} / {} / {}",
+            fmt_ns(l.p50 as f64),
+            fmt_ns(l.p99 as f64),
+            fmt_ns(l.max as f64)
+        )
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
+fn flow_table(out: &mut String, what: &str, rows: &[gauntlet_checkers::FlowRow], more: u64) {
+    let _ = write!(
+        out,
+        "<table class=\"flow\"><tr><th>{what}</th><th>sends</th><th>share</th><th>ok/s</th><th>delivered</th><th>lag p50 / p99 / max</th></tr>"
+    );
+    for r in rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&cut(&r.name, 80)),
+            r.sends,
+            r.share * 100.0,
+            fmt_num(r.sends_ok_per_s),
+            r.delivered,
+            lag_cell(r.lag_ns)
+        );
+    }
+    if more > 0 {
+        let _ = write!(
+            out,
+            "<tr><td colspan=\"6\">{more} more {what}s, cooler, not listed</td></tr>"
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// Seed O6: throughput and consumer lag per key and per partition, the hottest
+/// first (from `stats.flow`), and lag over time on the report's time axis.
+fn flow_section(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
+    let Some(f) = &v.stats.flow else { return };
+    out.push_str(r#"<section id="flow"><h2>Keys and partitions: throughput and consumer lag</h2><p class="note">Information, not a violation (seed O6): how the sends spread over keys and partitions, and how long each message waited. Lag is from the send's invoke to the end of the poll that first delivered it to any group; messages never delivered have none. Hottest (most sends) first; rates over the sending window."#);
+    let _ = write!(
+        out,
+        " ({}).</p><div class=\"grid2\"><div>",
+        fmt_ns(f.window_s * 1e9)
+    );
+    flow_table(out, "key", &f.keys, f.keys_not_listed);
+    out.push_str("</div><div>");
+    if f.partitions.is_empty() {
+        out.push_str("<p class=\"note\">The broker named no partitions.</p>");
+    } else {
+        flow_table(out, "partition", &f.partitions, f.partitions_not_listed);
+    }
+    out.push_str("</div>");
+    // Lag over time, by the send's invoke, on the time axis of the other charts.
+    let ax = TimeAxis::new(h, 0.0, 1.0);
+    let n = BUCKETS;
+    let hottest = f.keys.first().and_then(|r| h.keys.get(&r.name));
+    let mut all: Vec<LogHist> = (0..n).map(|_| LogHist::new()).collect();
+    let mut hot: Vec<LogHist> = (0..n).map(|_| LogHist::new()).collect();
+    let mut seen = vec![false; h.sends.len()];
+    for d in &h.deliveries {
+        if d.send == NONE || std::mem::replace(&mut seen[d.send as usize], true) {
+            continue;
+        }
+        let s = &h.sends[d.send as usize];
+        let lag = h.polls[d.poll as usize]
+            .complete_time
+            .saturating_sub(s.invoke_time);
+        let b = ax.col(s.invoke_time, n);
+        all[b].add(lag);
+        if Some(s.key) == hottest {
+            hot[b].add(lag);
+        }
+    }
+    let hot_name = format!(
+        "{} p99",
+        f.keys.first().map(|r| cut(&r.name, 20)).unwrap_or_default()
+    );
+    line_chart(
+        out,
+        h,
+        faults,
+        "lag",
+        "Consumer lag over time (by send invoke)",
+        &|x| fmt_ns(x),
+        &[
+            Series {
+                name: "p50",
+                color: "#0969da",
+                values: all.iter().map(|l| l.quantile(0.5)).collect(),
+            },
+            Series {
+                name: "p99",
+                color: "#bf3989",
+                values: all.iter().map(|l| l.quantile(0.99)).collect(),
+            },
+            Series {
+                name: &hot_name,
+                color: "#d1242f",
+                values: hot.iter().map(|l| l.quantile(0.99)).collect(),
             },
         ],
     );

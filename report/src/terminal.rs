@@ -78,6 +78,28 @@ pub fn summary(v: &Verdict, source: &str) -> String {
             s.sends_ok_per_s
         );
     }
+    if let Some(f) = &s.flow {
+        for (what, rows) in [("key", &f.keys), ("partition", &f.partitions)] {
+            if rows.len() < 2 {
+                continue;
+            }
+            let row = |r: &gauntlet_checkers::FlowRow| {
+                format!(
+                    "{what} {} {:.1}% of sends, lag p99 {}",
+                    r.name,
+                    r.share * 100.0,
+                    r.lag_ns
+                        .map_or("-".to_string(), |l| format!("{:.2} ms", l.p99 as f64 / 1e6))
+                )
+            };
+            let _ = writeln!(
+                out,
+                "hottest {}; coolest listed {}",
+                row(&rows[0]),
+                row(&rows[rows.len() - 1])
+            );
+        }
+    }
     for w in &v.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

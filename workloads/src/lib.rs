@@ -15,6 +15,7 @@
 pub mod broker;
 pub mod client;
 pub mod drivers;
+pub mod keys;
 pub mod log;
 pub mod queue;
 pub mod recorder;

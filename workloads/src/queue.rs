@@ -2,6 +2,7 @@
 //! order); consumers poll, process and acknowledge, each in its own OS process
 //! (`gauntlet worker`), so a nemesis can SIGKILL one between processing and ack.
 use crate::client::{Consumer, Driver, Outcome, Received, Stored};
+use crate::keys::{KeyDistribution, KeyPicker};
 use crate::recorder::Recorder;
 use crate::settings::AckPoint;
 use crate::stall::{stall_here, Stall, StallPoint};
@@ -39,6 +40,9 @@ pub struct QueueConfig {
     /// order is the order of its invocations (seed O1).
     #[serde(alias = "pipeline")]
     pub in_flight: usize,
+    /// Which keys the sends go to, and how often (`key-distribution`: `uniform`,
+    /// `zipf:S`, `hot:SHARE`; seed O6). See [`crate::keys`].
+    pub key_distribution: KeyDistribution,
 }
 
 impl Default for QueueConfig {
@@ -51,6 +55,7 @@ impl Default for QueueConfig {
             processing_ms: 1,
             groups: vec!["g1".to_string()],
             in_flight: 1,
+            key_distribution: KeyDistribution::Uniform,
         }
     }
 }
@@ -94,7 +99,7 @@ pub async fn run_producers(
                 recorder.clone(),
                 p as u64,
                 cfg.in_flight,
-                cfg.keys.max(1) as u64,
+                KeyPicker::new(cfg.key_distribution, cfg.keys),
                 per_producer,
                 Rng::new(seed.wrapping_mul(31).wrapping_add(p as u64)),
                 next_value.clone(),
@@ -111,7 +116,7 @@ pub async fn run_producers(
             stop.clone(),
             in_flight.clone(),
         );
-        let keys = cfg.keys.max(1) as u64;
+        let keys = KeyPicker::new(cfg.key_distribution, cfg.keys);
         tasks.push(tokio::spawn(async move {
             let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(p as u64));
             let interval = Duration::from_secs_f64(1.0 / per_producer);
@@ -135,7 +140,7 @@ pub async fn run_producers(
                     if due > now {
                         tokio::time::sleep(due - now).await;
                     }
-                    let key = format!("k{}", rng.below(keys));
+                    let key = keys.key(&mut rng);
                     let value = next_value.fetch_add(1, Ordering::Relaxed);
                     let actor = Actor::Client(process);
                     if recorder
@@ -211,7 +216,7 @@ async fn pipelined_producer(
     recorder: Arc<Recorder>,
     producer_no: u64,
     depth: usize,
-    keys: u64,
+    keys: KeyPicker,
     rate: f64,
     mut rng: Rng,
     next_value: Arc<AtomicI64>,
@@ -272,7 +277,7 @@ async fn pipelined_producer(
             let now = Instant::now();
             while !free.is_empty() && start + interval.mul_f64(sent as f64) <= now {
                 let Some(process) = free.pop() else { break };
-                let key = format!("k{}", rng.below(keys));
+                let key = keys.key(&mut rng);
                 let value = next_value.fetch_add(1, Ordering::Relaxed);
                 invokes.push(
                     Event::new(Actor::Client(process), OpType::Invoke, "send")

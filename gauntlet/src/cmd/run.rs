@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Sends each producer keeps in flight on its client (`[queue] in-flight`).
     #[arg(long)]
     pub in_flight: Option<usize>,
+    /// Which keys the sends go to (`[queue] key-distribution`): uniform, zipf:S
+    /// (Zipf's law, exponent S > 0) or hot:SHARE (k0 takes SHARE of the sends).
+    #[arg(long)]
+    pub key_distribution: Option<gauntlet_workloads::keys::KeyDistribution>,
     /// Seed of the fault schedule and of the producers' keys (the same seed draws
     /// the same schedule).
     #[arg(long)]
@@ -186,6 +190,7 @@ impl RunArgs {
             time: self.time.clone(),
             rate: self.rate,
             in_flight: self.in_flight,
+            key_distribution: self.key_distribution,
             seed: self.seed,
             nodes: self.nodes,
             image: self.image.clone(),

@@ -12,6 +12,7 @@ mod basics;
 mod clean;
 mod common;
 mod disk;
+mod hot;
 mod incomplete;
 mod load;
 mod log;

@@ -45,6 +45,8 @@ pub struct Overrides {
     pub nemesis: Option<Vec<gauntlet_nemesis::FaultKind>>,
     /// `[queue] in-flight`.
     pub in_flight: Option<usize>,
+    /// `[queue] key-distribution`.
+    pub key_distribution: Option<gauntlet_workloads::keys::KeyDistribution>,
 }
 
 impl Overrides {
@@ -62,6 +64,7 @@ impl Overrides {
         set(&mut s.time, &self.time);
         set(&mut s.rate, &self.rate);
         set(&mut s.queue.in_flight, &self.in_flight);
+        set(&mut s.queue.key_distribution, &self.key_distribution);
         set(&mut s.seed, &self.seed);
         if let Some(n) = self.nodes {
             s.nodes = Some(n);

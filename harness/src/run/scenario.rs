@@ -3,6 +3,7 @@ use crate::broker::{AppendFsync, BrokerKind, Durability, RedisDurability, SyncIn
 use crate::error::HarnessError;
 use gauntlet_checkers::Guarantee;
 use gauntlet_nemesis::FaultKind;
+use gauntlet_workloads::keys::KeyDistribution;
 use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::QueueConfig;
 use gauntlet_workloads::Delivery;
@@ -506,6 +507,15 @@ impl Scenario {
                 self.queue.in_flight, self.workload
             )));
         }
+        if self.queue.key_distribution != KeyDistribution::Uniform
+            && self.workload != Workload::Queue
+        {
+            return Err(HarnessError::Scenario(format!(
+                "[queue] key-distribution = \"{}\": the queue workload draws keys, the {} \
+                 workload does not",
+                self.queue.key_distribution, self.workload
+            )));
+        }
         Ok(())
     }
 }
@@ -631,6 +641,32 @@ mod tests {
         assert!(none.check_workload(none.broker).is_err());
         // The earlier name is still read.
         assert_eq!(toml("kafka", "pipeline = 16").queue.in_flight, 16);
+    }
+
+    #[test]
+    fn key_distribution_is_read_and_refused_where_no_keys_are_drawn() {
+        let s = Scenario::from_toml(
+            "name = \"x\"\nbroker = \"kafka\"\n[queue]\nkey-distribution = \"hot:0.9\"\n",
+        )
+        .expect("scenario");
+        assert_eq!(s.queue.key_distribution, KeyDistribution::Hot(0.9));
+        s.check_workload(s.broker)
+            .expect("the queue workload draws keys");
+        let back = Scenario::from_toml(&s.to_toml()).expect("written back");
+        assert_eq!(back.queue.key_distribution, KeyDistribution::Hot(0.9));
+        let e = Scenario::from_toml(
+            "name = \"x\"\nbroker = \"redis\"\n[queue]\nkey-distribution = \"zipf:0\"\n",
+        )
+        .expect_err("a zero exponent")
+        .to_string();
+        assert!(e.contains("zipf:0"), "{e}");
+        let mut log = s.clone();
+        log.workload = Workload::Log;
+        let e = log
+            .check_workload(log.broker)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("key-distribution") && e.contains("log"), "{e}");
     }
 
     #[test]
