@@ -110,6 +110,7 @@ enum Pass {
     Total,
     Offsets,
     Stats,
+    Flow,
 }
 
 impl Pass {
@@ -121,6 +122,7 @@ impl Pass {
             Pass::Total => "total-order",
             Pass::Offsets => "offsets",
             Pass::Stats => "stats",
+            Pass::Flow => "flow",
         }
     }
 }
@@ -239,6 +241,16 @@ fn check_passes(
     } else {
         None
     };
+    // The flow figures (seed O6) before the delivery index exists, for the same reason.
+    let flow = run_pass(
+        &mut unjudged,
+        before,
+        Pass::Flow,
+        &[],
+        "; stats.flow is absent",
+        || flow::flow(h),
+    )
+    .flatten();
     let delivered = run_pass(
         &mut unjudged,
         before,
@@ -291,6 +303,7 @@ fn check_passes(
         "; every figure of stats is 0",
         || stats::stats(h, groups, delivered_distinct),
     )
+    .map(|s| Stats { flow, ..s })
     .unwrap_or_default();
 
     let has_offsets = ord.as_ref().is_none_or(|o| o.has_offsets);
@@ -678,6 +691,24 @@ mod tests {
         assert_eq!(v.valid, Validity::Unknown);
         assert_eq!(v.status(Guarantee::AtLeastOnce), Status::Holds);
         assert_eq!(v.unjudged[0].anomalies, [AnomalyKind::InconsistentOffsets]);
+    }
+
+    #[test]
+    fn a_panicking_flow_pass_leaves_everything_else() {
+        let v = panicking(Pass::Flow, "flow");
+        assert!(whole().stats.flow.is_some());
+        assert_eq!(counts(&v), counts(&whole()));
+        assert_eq!(
+            v.stats,
+            Stats {
+                flow: None,
+                ..whole().stats
+            }
+        );
+        assert_eq!(
+            v.unjudged[0].detail,
+            "the flow pass panicked: flow (in flow); stats.flow is absent"
+        );
     }
 
     #[test]

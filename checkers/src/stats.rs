@@ -46,7 +46,8 @@ pub(crate) fn stats(h: &History, groups: usize, delivered_distinct: u64) -> Stat
         } else {
             0.0
         },
-        flow: crate::flow::flow(h),
+        // Its own pass, before the delivery index (lib.rs).
+        flow: None,
     }
 }
 
