@@ -1046,7 +1046,7 @@ fn flow_table(out: &mut String, what: &str, rows: &[gauntlet_checkers::FlowRow],
 /// first (from `stats.flow`), and lag over time on the report's time axis.
 fn flow_section(out: &mut String, h: &History, v: &Verdict, faults: &Faults) {
     let Some(f) = &v.stats.flow else { return };
-    out.push_str(r#"<section id="flow"><h2>Keys and partitions: throughput and consumer lag</h2><p class="note">Information, not a violation (seed O6): how the sends spread over keys and partitions, and how long each message waited. Lag is from the send's invoke to the end of the poll that first delivered it to any group; messages never delivered have none. Hottest (most sends) first; rates over the sending window."#);
+    out.push_str(r#"<section id="flow"><h2>Keys and partitions: throughput and consumer lag</h2><p class="note">Information, not a violation (seed O6): how the sends spread over keys and partitions, and how long each message waited. Lag is from the send's invoke to the end of the poll that first delivered it to any group; messages never delivered have none. Hottest (most sends) first; rates over the sending window"#);
     let _ = write!(
         out,
         " ({}).</p><div class=\"grid2\"><div>",
