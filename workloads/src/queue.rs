@@ -395,7 +395,7 @@ pub struct ConsumerConfig {
     pub drain_after_empty: Option<u32>,
 }
 
-fn received_json(m: &Received) -> Value {
+pub(crate) fn received_json(m: &Received) -> Value {
     let mut v = stored_json(&m.key, m.value, &m.stored);
     if m.redelivered {
         v["redelivered"] = json!(true);
@@ -403,7 +403,7 @@ fn received_json(m: &Received) -> Value {
     v
 }
 
-fn wire(
+pub(crate) fn wire(
     kind: &str,
     f: &str,
     group: &str,
@@ -419,7 +419,7 @@ fn wire(
     }
 }
 
-async fn ack(
+pub(crate) async fn ack(
     consumer: &mut dyn Consumer,
     cfg: &ConsumerConfig,
     msgs: &[Received],

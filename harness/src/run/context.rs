@@ -92,6 +92,11 @@ pub struct RunContext<'a> {
 
 impl RunContext<'_> {
     /// The addresses the clients use: the proxy's links, or the nodes' client ports.
+    /// `host:port` of the dedup store (seed D7), when the deployment has one.
+    pub(super) fn dedup_addr(&self) -> Option<String> {
+        self.deployment.dedup_store().map(|e| e.addr())
+    }
+
     pub(super) fn client_addrs(&self) -> Vec<String> {
         match self.proxy {
             Some(p) => p.addrs(),

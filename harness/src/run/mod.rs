@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod context;
+mod dedup;
 mod events;
 mod faults;
 mod folder;
@@ -41,6 +42,7 @@ mod tests;
 
 use context::{client_port, Driven};
 pub use context::{BenchPart, Figures, ReferenceFigure, RunContext, RunOptions};
+pub use dedup::{DedupConfig, DEDUP_BROKERS};
 pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
 pub use overrides::Overrides;
@@ -272,6 +274,7 @@ async fn deploy_and_run(
         }
         spec.storage_env = scenario.storage.env();
     }
+    spec.dedup_store = scenario.dedup.is_some();
     let started = Instant::now();
     let n_nodes = spec.node_count();
     // `[redis]` and `[nats]`: refused on another broker, and replicas beyond the

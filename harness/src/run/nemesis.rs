@@ -211,6 +211,12 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
             storage_down = true;
         }
     }
+    // The dedup store (seed D7) next: the drain's consumers need it.
+    if let Some(store) = cluster.deployment.dedup_store() {
+        if let Some(problem) = back(store.node).await {
+            notes.push(problem);
+        }
+    }
     if storage_down {
         for n in cluster.deployment.nodes() {
             let _ = cluster.deployment.unpause(&n).await;
@@ -286,6 +292,7 @@ impl RunCluster<'_> {
         Cluster {
             nodes: self.deployment.nodes(),
             storage: self.deployment.storage_node(),
+            dedup_store: self.deployment.dedup_store().map(|e| e.node),
             control: self.deployment,
             ready: self,
             consumers: Some(self),

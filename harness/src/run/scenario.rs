@@ -81,6 +81,10 @@ pub struct Scenario {
     /// The `[nats]` table: JetStream's `sync-interval` and the stream's `replicas`.
     #[serde(default, skip_serializing_if = "NatsConfig::is_default")]
     pub nats: NatsConfig,
+    /// The `[dedup]` table (seed D7): consumers with a dedup store of their own,
+    /// deployed beside the broker; plain consumers when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedup: Option<super::dedup::DedupConfig>,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
@@ -370,6 +374,7 @@ impl Scenario {
             storage: StorageConfig::default(),
             redis: RedisConfig::default(),
             nats: NatsConfig::default(),
+            dedup: None,
             results: default_results(),
         }
     }
@@ -505,6 +510,9 @@ impl Scenario {
                  the {} workload",
                 self.queue.in_flight, self.workload
             )));
+        }
+        if let Some(d) = &self.dedup {
+            d.check(kind, &self.workload.to_string(), &self.delivery)?;
         }
         Ok(())
     }

@@ -1,0 +1,168 @@
+//! Seed D7: the idempotent consumer's dedup store goes down. Consumers remember
+//! what they processed in a Redis node of their own beside the broker; the
+//! nemesis kills that node for 6 s and, during the outage, kills two consumers
+//! between processing and acknowledging. Fail-open applies what comes back
+//! twice (`duplicate-processing`); fail-closed holds it back (`parked`) and
+//! applies everything exactly once after the store is back.
+use super::common::*;
+use std::time::Instant;
+
+/// The store down from 2 s to 8 s; consumers killed before their ack at 3 s and 5 s.
+fn outage_schedule(name: &str) -> String {
+    schedule_file(
+        name,
+        &[
+            (2_000, 6_000, "kill-broker:dedup-store", "dedup-store", 0),
+            (3_000, 0, "kill-consumer:before-ack", "n1", 1),
+            (5_000, 0, "kill-consumer:before-ack", "n1", 2),
+        ],
+    )
+    .display()
+    .to_string()
+}
+
+fn scenario(name: &str, broker: &str, policy: &str) -> String {
+    format!(
+        r#"name = "{name}"
+broker = "{broker}"
+nodes = 1
+time = "16s"
+rate = 40
+expect = ["at-least-once", "exactly-once-processing"]
+
+[queue]
+consumers = 2
+batch = 8
+processing-ms = 5
+
+[dedup]
+mark = "after"
+policy = "{policy}"
+ttl = "60s"
+"#
+    )
+}
+
+/// What a dedup run showed, printed with `--no-capture`.
+fn figures(label: &str, r: &Run, t: Instant) {
+    report(label, r, t);
+    let store_faults: Vec<String> = nemesis_events(&r.dir)
+        .iter()
+        .filter(|e| e["type"] == "info")
+        .map(|e| format!("{} {}", e["f"], e["value"]["node"]))
+        .collect();
+    eprintln!(
+        "{label}: duplicate-processing {}, lost-processing {}, parked {}, lost {}, \
+         exactly-once-processing {}; nemesis: {}",
+        count(r, "duplicate-processing"),
+        count(r, "lost-processing"),
+        count(r, "parked"),
+        count(r, "lost"),
+        r.verdict["guarantees"]["exactly-once-processing"],
+        store_faults.join(", ")
+    );
+}
+
+fn effects_in(r: &Run) -> usize {
+    history_events(&r.dir.join(gauntlet_report::folder::HISTORY))
+        .iter()
+        .filter(|e| e["f"] == "effect" && e["type"] == "ok")
+        .count()
+}
+
+fn the_store_was_killed(r: &Run) {
+    let events = nemesis_events(&r.dir);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "info" && e["value"]["node"] == "dedup-store"),
+        "no fault on the dedup store in {events:?}"
+    );
+}
+
+fn pair(broker: &str) {
+    let t = Instant::now();
+    let open = run_scenario(
+        &format!("{broker}-dedup-open"),
+        &scenario(&format!("{broker}-dedup-fail-open"), broker, "fail-open"),
+        &["--replay", &outage_schedule(&format!("{broker}-open"))],
+    );
+    figures(&format!("{broker} dedup fail-open"), &open, t);
+    assert_run_folder(&open.dir);
+    no_leftovers(&open.dir);
+    the_store_was_killed(&open);
+    assert!(effects_in(&open) > 0, "no effect recorded");
+    assert!(
+        count(&open, "duplicate-processing") > 0,
+        "fail-open with redeliveries during the outage applied nothing twice: {}",
+        open.verdict
+    );
+    assert_eq!(
+        open.verdict["guarantees"]["exactly-once-processing"],
+        "violated"
+    );
+    assert_eq!(open.code, 1, "fail-open must be invalid");
+    assert_eq!(count(&open, "lost"), 0, "{}", open.verdict);
+
+    let t = Instant::now();
+    let closed = run_scenario(
+        &format!("{broker}-dedup-closed"),
+        &scenario(
+            &format!("{broker}-dedup-fail-closed"),
+            broker,
+            "fail-closed",
+        ),
+        &["--replay", &outage_schedule(&format!("{broker}-closed"))],
+    );
+    figures(&format!("{broker} dedup fail-closed"), &closed, t);
+    assert_run_folder(&closed.dir);
+    no_leftovers(&closed.dir);
+    the_store_was_killed(&closed);
+    assert!(effects_in(&closed) > 0, "no effect recorded");
+    assert_eq!(
+        count(&closed, "duplicate-processing"),
+        0,
+        "{}",
+        closed.verdict
+    );
+    assert_eq!(count(&closed, "lost-processing"), 0, "{}", closed.verdict);
+    assert_eq!(count(&closed, "lost"), 0, "{}", closed.verdict);
+    assert!(
+        count(&closed, "parked") > 0,
+        "fail-closed held nothing back while the store was down: {}",
+        closed.verdict
+    );
+    assert_eq!(
+        closed.verdict["guarantees"]["exactly-once-processing"],
+        "holds"
+    );
+    assert_eq!(
+        closed.code, 0,
+        "fail-closed must be valid: {}",
+        closed.verdict
+    );
+}
+
+/// Redis Streams: fail-open processes twice, fail-closed exactly once.
+#[test]
+fn dedup_store_down_redis_fail_open_duplicates_fail_closed_does_not() {
+    pair("redis");
+}
+
+/// A `[dedup]` table on a broker the idempotent consumer was not made for is
+/// refused before anything starts, naming the setting and the broker.
+#[test]
+fn dedup_on_nats_is_refused_before_the_run() {
+    let file = std::env::temp_dir().join(format!(
+        "gauntlet-e2e-{}-dedup-nats.toml",
+        std::process::id()
+    ));
+    std::fs::write(&file, scenario("nats-dedup", "nats", "fail-closed")).expect("write");
+    let (code, stderr) = run_refused("dedup-nats", &[&file.display().to_string()]);
+    eprintln!("refused with exit {code}: {stderr}");
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("[dedup]") && stderr.contains("nats"),
+        "{stderr}"
+    );
+}
