@@ -166,3 +166,10 @@ fn dedup_on_nats_is_refused_before_the_run() {
         "{stderr}"
     );
 }
+
+/// RabbitMQ (the queue type of the default delivery settings; held-back messages
+/// are nacked with requeue): the same pair.
+#[test]
+fn dedup_store_down_rabbitmq_fail_open_duplicates_fail_closed_does_not() {
+    pair("rabbitmq");
+}
