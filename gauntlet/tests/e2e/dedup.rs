@@ -22,6 +22,10 @@ fn outage_schedule(name: &str) -> String {
 }
 
 fn scenario(name: &str, broker: &str, policy: &str) -> String {
+    scenario_with(name, broker, "after", policy, "60s")
+}
+
+fn scenario_with(name: &str, broker: &str, mark: &str, policy: &str, ttl: &str) -> String {
     format!(
         r#"name = "{name}"
 broker = "{broker}"
@@ -36,9 +40,9 @@ batch = 8
 processing-ms = 5
 
 [dedup]
-mark = "after"
+mark = "{mark}"
 policy = "{policy}"
-ttl = "60s"
+ttl = "{ttl}"
 "#
     )
 }
@@ -70,6 +74,7 @@ fn effects_in(r: &Run) -> usize {
         .count()
 }
 
+/// The history has the fault on the dedup store (a kill or a pause).
 fn the_store_was_killed(r: &Run) {
     let events = nemesis_events(&r.dir);
     assert!(
@@ -172,4 +177,78 @@ fn dedup_on_nats_is_refused_before_the_run() {
 #[test]
 fn dedup_store_down_rabbitmq_fail_open_duplicates_fail_closed_does_not() {
     pair("rabbitmq");
+}
+
+/// Mark before (a claim), fail-closed, the store paused from 2 s to 6 s: a claim
+/// that timed out was still done when the store was resumed, so the message it
+/// held back comes back `seen` and its effect is never applied
+/// (`lost-processing`). Mark after (a check) under the same pause loses nothing.
+#[test]
+fn dedup_store_paused_mark_before_loses_effects_mark_after_does_not_redis() {
+    let schedule = |name: &str| {
+        schedule_file(name, &[(2_000, 4_000, "pause:dedup-store", "dedup-store", 0)])
+            .display()
+            .to_string()
+    };
+    let t = Instant::now();
+    let before = run_scenario(
+        "redis-dedup-before-pause",
+        &scenario_with("redis-dedup-before-pause", "redis", "before", "fail-closed", "60s"),
+        &["--replay", &schedule("before-pause")],
+    );
+    figures("redis dedup mark-before fail-closed, store paused", &before, t);
+    assert_run_folder(&before.dir);
+    no_leftovers(&before.dir);
+    the_store_was_killed(&before);
+    assert!(
+        count(&before, "lost-processing") > 0,
+        "no claim that timed out was applied late: {}",
+        before.verdict
+    );
+    assert_eq!(count(&before, "duplicate-processing"), 0, "{}", before.verdict);
+    assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
+    assert_eq!(before.code, 1, "mark-before must be invalid here");
+
+    let t = Instant::now();
+    let after = run_scenario(
+        "redis-dedup-after-pause",
+        &scenario_with("redis-dedup-after-pause", "redis", "after", "fail-closed", "60s"),
+        &["--replay", &schedule("after-pause")],
+    );
+    figures("redis dedup mark-after fail-closed, store paused", &after, t);
+    no_leftovers(&after.dir);
+    assert!(count(&after, "parked") > 0, "{}", after.verdict);
+    assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
+    assert_eq!(count(&after, "duplicate-processing"), 0, "{}", after.verdict);
+    assert_eq!(after.code, 0, "mark-after must be valid: {}", after.verdict);
+}
+
+/// Fail-closed with a durable store but a mark that lives 1 s, under Redis's
+/// 5 s redelivery delay: consumers killed before their ack leave marked
+/// batches, the marks expire before the batches come back, and they are
+/// applied again (`duplicate-processing`), with no store fault at all.
+#[test]
+fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
+    let t = Instant::now();
+    let schedule = schedule_file(
+        "short-ttl",
+        &[
+            (3_000, 0, "kill-consumer:before-ack", "n1", 1),
+            (6_000, 0, "kill-consumer:before-ack", "n1", 2),
+        ],
+    );
+    let r = run_scenario(
+        "redis-dedup-short-ttl",
+        &scenario_with("redis-dedup-short-ttl", "redis", "after", "fail-closed", "1s"),
+        &["--replay", &schedule.display().to_string()],
+    );
+    figures("redis dedup fail-closed, ttl 1s", &r, t);
+    no_leftovers(&r.dir);
+    assert!(
+        count(&r, "duplicate-processing") > 0,
+        "marks that expired before the redelivery let nothing through twice: {}",
+        r.verdict
+    );
+    assert_eq!(count(&r, "lost"), 0, "{}", r.verdict);
+    assert_eq!(r.code, 1);
 }
