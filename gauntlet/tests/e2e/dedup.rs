@@ -7,12 +7,12 @@
 use super::common::*;
 use std::time::Instant;
 
-/// The store down from 2 s to 8 s; consumers killed before their ack at 3 s and 5 s.
-fn outage_schedule(name: &str) -> String {
+/// `fault` on the dedup store from 2 s to 8 s; consumers killed before their ack at 3 s and 5 s.
+fn outage(name: &str, fault: &str) -> String {
     schedule_file(
         name,
         &[
-            (2_000, 6_000, "kill-broker:dedup-store", "dedup-store", 0),
+            (2_000, 6_000, fault, "dedup-store", 0),
             (3_000, 0, "kill-consumer:before-ack", "n1", 1),
             (5_000, 0, "kill-consumer:before-ack", "n1", 2),
         ],
@@ -86,13 +86,18 @@ fn the_store_was_killed(r: &Run) {
 }
 
 fn pair(broker: &str) {
+    pair_under(broker, "kill-broker:dedup-store");
+}
+
+fn pair_under(broker: &str, fault: &str) {
+    let tag = fault.replace(':', "-");
     let t = Instant::now();
     let open = run_scenario(
-        &format!("{broker}-dedup-open"),
+        &format!("{broker}-dedup-open-{tag}"),
         &scenario(&format!("{broker}-dedup-fail-open"), broker, "fail-open"),
-        &["--replay", &outage_schedule(&format!("{broker}-open"))],
+        &["--replay", &outage(&format!("{broker}-open-{tag}"), fault)],
     );
-    figures(&format!("{broker} dedup fail-open"), &open, t);
+    figures(&format!("{broker} dedup fail-open, {fault}"), &open, t);
     assert_run_folder(&open.dir);
     no_leftovers(&open.dir);
     the_store_was_killed(&open);
@@ -111,15 +116,18 @@ fn pair(broker: &str) {
 
     let t = Instant::now();
     let closed = run_scenario(
-        &format!("{broker}-dedup-closed"),
+        &format!("{broker}-dedup-closed-{tag}"),
         &scenario(
             &format!("{broker}-dedup-fail-closed"),
             broker,
             "fail-closed",
         ),
-        &["--replay", &outage_schedule(&format!("{broker}-closed"))],
+        &[
+            "--replay",
+            &outage(&format!("{broker}-closed-{tag}"), fault),
+        ],
     );
-    figures(&format!("{broker} dedup fail-closed"), &closed, t);
+    figures(&format!("{broker} dedup fail-closed, {fault}"), &closed, t);
     assert_run_folder(&closed.dir);
     no_leftovers(&closed.dir);
     the_store_was_killed(&closed);
@@ -186,17 +194,30 @@ fn dedup_store_down_rabbitmq_fail_open_duplicates_fail_closed_does_not() {
 #[test]
 fn dedup_store_paused_mark_before_loses_effects_mark_after_does_not_redis() {
     let schedule = |name: &str| {
-        schedule_file(name, &[(2_000, 4_000, "pause:dedup-store", "dedup-store", 0)])
-            .display()
-            .to_string()
+        schedule_file(
+            name,
+            &[(2_000, 4_000, "pause:dedup-store", "dedup-store", 0)],
+        )
+        .display()
+        .to_string()
     };
     let t = Instant::now();
     let before = run_scenario(
         "redis-dedup-before-pause",
-        &scenario_with("redis-dedup-before-pause", "redis", "before", "fail-closed", "60s"),
+        &scenario_with(
+            "redis-dedup-before-pause",
+            "redis",
+            "before",
+            "fail-closed",
+            "60s",
+        ),
         &["--replay", &schedule("before-pause")],
     );
-    figures("redis dedup mark-before fail-closed, store paused", &before, t);
+    figures(
+        "redis dedup mark-before fail-closed, store paused",
+        &before,
+        t,
+    );
     assert_run_folder(&before.dir);
     no_leftovers(&before.dir);
     the_store_was_killed(&before);
@@ -205,21 +226,41 @@ fn dedup_store_paused_mark_before_loses_effects_mark_after_does_not_redis() {
         "no claim that timed out was applied late: {}",
         before.verdict
     );
-    assert_eq!(count(&before, "duplicate-processing"), 0, "{}", before.verdict);
+    assert_eq!(
+        count(&before, "duplicate-processing"),
+        0,
+        "{}",
+        before.verdict
+    );
     assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
     assert_eq!(before.code, 1, "mark-before must be invalid here");
 
     let t = Instant::now();
     let after = run_scenario(
         "redis-dedup-after-pause",
-        &scenario_with("redis-dedup-after-pause", "redis", "after", "fail-closed", "60s"),
+        &scenario_with(
+            "redis-dedup-after-pause",
+            "redis",
+            "after",
+            "fail-closed",
+            "60s",
+        ),
         &["--replay", &schedule("after-pause")],
     );
-    figures("redis dedup mark-after fail-closed, store paused", &after, t);
+    figures(
+        "redis dedup mark-after fail-closed, store paused",
+        &after,
+        t,
+    );
     no_leftovers(&after.dir);
     assert!(count(&after, "parked") > 0, "{}", after.verdict);
     assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
-    assert_eq!(count(&after, "duplicate-processing"), 0, "{}", after.verdict);
+    assert_eq!(
+        count(&after, "duplicate-processing"),
+        0,
+        "{}",
+        after.verdict
+    );
     assert_eq!(after.code, 0, "mark-after must be valid: {}", after.verdict);
 }
 
@@ -239,7 +280,13 @@ fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
     );
     let r = run_scenario(
         "redis-dedup-short-ttl",
-        &scenario_with("redis-dedup-short-ttl", "redis", "after", "fail-closed", "1s"),
+        &scenario_with(
+            "redis-dedup-short-ttl",
+            "redis",
+            "after",
+            "fail-closed",
+            "1s",
+        ),
         &["--replay", &schedule.display().to_string()],
     );
     figures("redis dedup fail-closed, ttl 1s", &r, t);
@@ -251,4 +298,13 @@ fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
     );
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict);
     assert_eq!(r.code, 1);
+}
+
+/// The consumers' link to their store cut at the harness's proxy (the store
+/// itself up: the consumers run beside Gauntlet, so a partition between nodes
+/// would cut nothing): `client-partition` aimed at `dedup-store` refuses the
+/// consumers' connections to it. The same pair on Redis Streams.
+#[test]
+fn dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not() {
+    pair_under("redis", "client-partition");
 }

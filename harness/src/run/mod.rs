@@ -98,6 +98,19 @@ pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError>
 /// Points each proxy link at its node's client port.
 fn connect_proxy(proxy: &Proxy, deployment: &dyn Deployment) -> Result<(), HarnessError> {
     let port = client_port(deployment.broker());
+    if let Some(link) = &proxy.dedup {
+        match deployment
+            .dedup_store()
+            .and_then(|e| e.addr().parse::<std::net::SocketAddr>().ok())
+        {
+            Some(a) => link.set_upstream(a),
+            None => {
+                return Err(HarnessError::Scenario(
+                    "the proxy has no dedup store to forward to".into(),
+                ))
+            }
+        }
+    }
     for link in &proxy.links {
         let up = deployment
             .endpoint(link.node(), port)
@@ -295,7 +308,14 @@ async fn deploy_and_run(
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let proxy = if needs_proxy(&kinds) {
         let names: Vec<String> = (1..=n_nodes).map(|i| format!("n{i}")).collect();
-        let proxy = Proxy::bind(&names, scenario.seed).await?;
+        let mut proxy = Proxy::bind(&names, scenario.seed).await?;
+        if scenario.dedup.is_some() {
+            // The consumers reach their dedup store through the proxy too (seed D7).
+            proxy.dedup = Some(
+                crate::proxy::Link::bind(crate::broker::DEDUP_STORE_NODE, scenario.seed ^ 0xD7)
+                    .await?,
+            );
+        }
         let addrs: Vec<std::net::SocketAddr> = proxy.links.iter().map(|l| l.addr()).collect();
         spec = spec.client_endpoints(client_port(kind), &addrs);
         Some(proxy)

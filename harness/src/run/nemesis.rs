@@ -397,6 +397,19 @@ impl Links for Proxy {
             why: format!("no client proxy in front of {node}"),
         };
         let effect = fault.effect();
+        // The consumers' link to their dedup store: aimed at by name only.
+        if let Some(store) = self.dedup.as_ref().filter(|l| l.node() == node) {
+            store.set(link_state(effect));
+            if effect.reset_open {
+                store.reset_all();
+            }
+            return Ok(json!({
+                "node": node,
+                "fault": fault.to_string(),
+                "proxy": store.addr().to_string(),
+                "stats": store.stats(),
+            }));
+        }
         // The client -> broker bytes of each link so far, and over the next
         // moment: where the clients send now.
         let sent = || -> Vec<u64> { self.links.iter().map(|l| l.stats().bytes_up).collect() };
@@ -456,6 +469,7 @@ impl Links for Proxy {
         let stats: serde_json::Map<String, serde_json::Value> = self
             .links
             .iter()
+            .chain(&self.dedup)
             .map(|l| (l.node().to_string(), json!(l.stats())))
             .collect();
         Ok(json!({"healed": "links", "stats": stats}))
