@@ -241,8 +241,15 @@ async fn call(
     answer
 }
 
-/// Applies a message's effect (the simulated processing), recorded as an `effect` op.
-async fn effect(cfg: &ConsumerConfig, m: &Received, emit: &mut dyn FnMut(WireEvent)) {
+/// Applies a message's effect (the simulated processing), recorded as an
+/// `effect` op; the stall point `before-effect` is just before it.
+async fn effect(
+    cfg: &ConsumerConfig,
+    m: &Received,
+    stall: &Stall,
+    emit: &mut dyn FnMut(WireEvent),
+) {
+    stall_here(stall, StallPoint::BeforeEffect, emit).await;
     emit(wire(
         "invoke",
         "effect",
@@ -262,18 +269,19 @@ async fn process(
     dedup: &DedupCall,
     cfg: &ConsumerConfig,
     m: &Received,
+    stall: &Stall,
     emit: &mut dyn FnMut(WireEvent),
 ) -> bool {
     let open = dedup.policy == Policy::FailOpen;
     match dedup.mark {
         Mark::Before => match call(store, cfg, m.value, "claim", emit).await {
             Answer::New => {
-                effect(cfg, m, emit).await;
+                effect(cfg, m, stall, emit).await;
                 true
             }
             Answer::Seen => true,
             Answer::Unavailable(_) | Answer::Unknown(_) if open => {
-                effect(cfg, m, emit).await;
+                effect(cfg, m, stall, emit).await;
                 true
             }
             Answer::Unavailable(_) | Answer::Unknown(_) => false,
@@ -282,7 +290,7 @@ async fn process(
             Answer::Seen => true,
             Answer::Unavailable(_) | Answer::Unknown(_) if !open => false,
             _ => {
-                effect(cfg, m, emit).await;
+                effect(cfg, m, stall, emit).await;
                 // The mark's answer changes nothing now: the effect is applied.
                 call(store, cfg, m.value, "mark", emit).await;
                 true
@@ -336,7 +344,7 @@ pub async fn run_dedup_consumer(
         empty = 0;
         let (mut done, mut held) = (Vec::new(), Vec::new());
         for m in msgs {
-            if process(&mut store, dedup, cfg, &m, emit).await {
+            if process(&mut store, dedup, cfg, &m, stall, emit).await {
                 done.push(m);
             } else {
                 held.push(m);

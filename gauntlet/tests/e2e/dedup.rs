@@ -308,3 +308,81 @@ fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
 fn dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not() {
     pair_under("redis", "client-partition");
 }
+
+/// Mark before: consumers killed between the claim (the store marked the
+/// value) and the effect; the message comes back, the store says `seen`, and
+/// its effect is never applied (`lost-processing`). Mark after, killed at the
+/// same point (after the check, before the effect), applies it when it comes
+/// back: nothing lost.
+#[test]
+fn dedup_consumer_killed_before_the_effect_mark_before_loses_it_mark_after_does_not_redis() {
+    let schedule = |name: &str| {
+        schedule_file(
+            name,
+            &[
+                (3_000, 0, "kill-consumer:before-effect", "n1", 1),
+                (6_000, 0, "kill-consumer:before-effect", "n1", 2),
+            ],
+        )
+        .display()
+        .to_string()
+    };
+    let t = Instant::now();
+    let before = run_scenario(
+        "redis-dedup-before-kill",
+        &scenario_with(
+            "redis-dedup-before-kill",
+            "redis",
+            "before",
+            "fail-closed",
+            "60s",
+        ),
+        &["--replay", &schedule("before-kill")],
+    );
+    figures(
+        "redis dedup mark-before, killed before the effect",
+        &before,
+        t,
+    );
+    assert_run_folder(&before.dir);
+    no_leftovers(&before.dir);
+    let stalled = nemesis_events(&before.dir)
+        .iter()
+        .filter(|e| e["f"] == "kill-consumer" && e["value"]["stalled"] == true)
+        .count();
+    assert!(stalled > 0, "no consumer stalled before an effect");
+    assert!(
+        count(&before, "lost-processing") > 0,
+        "a claim without its effect went unnoticed: {}",
+        before.verdict
+    );
+    assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
+    assert_eq!(before.code, 1);
+
+    let t = Instant::now();
+    let after = run_scenario(
+        "redis-dedup-after-kill",
+        &scenario_with(
+            "redis-dedup-after-kill",
+            "redis",
+            "after",
+            "fail-closed",
+            "60s",
+        ),
+        &["--replay", &schedule("after-kill")],
+    );
+    figures(
+        "redis dedup mark-after, killed before the effect",
+        &after,
+        t,
+    );
+    no_leftovers(&after.dir);
+    assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
+    assert_eq!(
+        count(&after, "duplicate-processing"),
+        0,
+        "{}",
+        after.verdict
+    );
+    assert_eq!(after.code, 0, "{}", after.verdict);
+}

@@ -365,6 +365,7 @@ impl Consumers for RunCluster<'_> {
             KillConsumerAt::Any => None,
             KillConsumerAt::BeforeAck => Some(StallPoint::BeforeAck),
             KillConsumerAt::AfterAck => Some(StallPoint::AfterAck),
+            KillConsumerAt::BeforeEffect => Some(StallPoint::BeforeEffect),
         }
         .map(|p| format!("{}\n", p.command()));
         let mut stalled = false;

@@ -514,6 +514,14 @@ impl Scenario {
         if let Some(d) = &self.dedup {
             d.check(kind, &self.workload.to_string(), &self.delivery)?;
         }
+        let before_effect = FaultKind::KillConsumer(gauntlet_nemesis::KillConsumerAt::BeforeEffect);
+        if self.dedup.is_none() && self.nemesis.contains(&before_effect) {
+            return Err(HarnessError::Scenario(format!(
+                "{before_effect} on {}: only the idempotent consumer of a [dedup] table \
+                 has an effect to stop before",
+                self.broker
+            )));
+        }
         Ok(())
     }
 }
@@ -918,6 +926,31 @@ mod tests {
         }
         let d = Scenario::default_scenario();
         assert_eq!(d.report_info().delivery, Some("at-least-once"));
+    }
+
+    #[test]
+    fn a_dedup_table_is_checked_and_kill_consumer_before_effect_needs_one() {
+        let plain =
+            "name = \"x\"\nbroker = \"redis\"\nnemesis = [\"kill-consumer:before-effect\"]\n";
+        let s = Scenario::from_toml(plain).expect("parses");
+        let e = s
+            .check_workload(BrokerKind::Redis)
+            .expect_err("no [dedup]")
+            .to_string();
+        assert!(
+            e.contains("kill-consumer:before-effect") && e.contains("[dedup]"),
+            "{e}"
+        );
+        let with = format!("{plain}\n[dedup]\nmark = \"before\"\npolicy = \"fail-open\"\n");
+        let s = Scenario::from_toml(&with).expect("parses");
+        assert!(s.check_workload(BrokerKind::Redis).is_ok());
+        let back = Scenario::from_toml(&toml::to_string(&s).expect("writes")).expect("reads back");
+        assert_eq!(back.dedup, s.dedup);
+        let e = s
+            .check_workload(BrokerKind::Kafka)
+            .expect_err("kafka")
+            .to_string();
+        assert!(e.contains("[dedup]") && e.contains("kafka"), "{e}");
     }
 
     #[test]
