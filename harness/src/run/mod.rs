@@ -332,6 +332,15 @@ async fn deploy_and_run(
         broker: kind,
         after: started.elapsed(),
     });
+    if scenario.dedup.is_some() && deployment.dedup_store().is_none() {
+        // Refused before the history exists: a backend that deploys no dedup store.
+        let _ = deployment.teardown().await;
+        return Err(HarnessError::Scenario(format!(
+            "[dedup]: the {} backend deploys no dedup store beside {kind} (only the Docker \
+             backend does)",
+            backend.name()
+        )));
+    }
     if let Some(p) = &proxy {
         if let Err(e) = connect_proxy(p, deployment.as_ref()) {
             let _ = deployment.teardown().await;
