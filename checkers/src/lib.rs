@@ -24,6 +24,7 @@ mod flow;
 mod found;
 mod offsets;
 mod order;
+mod processing;
 mod radix;
 mod resets;
 pub mod stats;
@@ -83,6 +84,7 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
         Guarantee::KeyOrder => &[A::KeyOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
         Guarantee::TotalOrder => &[A::TotalOrder],
+        Guarantee::ExactlyOnceProcessing => &[A::DuplicateProcessing, A::LostProcessing],
     }
 }
 
@@ -111,6 +113,7 @@ enum Pass {
     Offsets,
     Stats,
     Flow,
+    Processing,
 }
 
 impl Pass {
@@ -123,6 +126,7 @@ impl Pass {
             Pass::Offsets => "offsets",
             Pass::Stats => "stats",
             Pass::Flow => "flow",
+            Pass::Processing => "processing",
         }
     }
 }
@@ -350,6 +354,24 @@ fn check_passes(
     for (kind, found) in found {
         anomalies.insert(kind, found.into_anomaly());
     }
+    // The processing pass (seed D7): only for a history with `dedup` or `effect` ops.
+    if !h.processing.is_empty() {
+        for kind in AnomalyKind::PROCESSING {
+            anomalies.insert(kind, Anomaly::default());
+        }
+        if let Some(p) = run_pass(
+            &mut unjudged,
+            before,
+            Pass::Processing,
+            &AnomalyKind::PROCESSING,
+            "",
+            || processing::check(h, max),
+        ) {
+            anomalies.insert(AnomalyKind::DuplicateProcessing, p.duplicate.into_anomaly());
+            anomalies.insert(AnomalyKind::LostProcessing, p.lost.into_anomaly());
+            anomalies.insert(AnomalyKind::Parked, p.parked.into_anomaly());
+        }
+    }
     let mut txn_unknown = false;
     if let Some(t) = txn_found {
         for (kind, found) in t.found {
@@ -369,7 +391,21 @@ fn check_passes(
         .collect();
     let nothing_delivered = h.deliveries.is_empty();
     let mut guarantees = BTreeMap::new();
-    for g in Guarantee::ALL {
+    let judged_guarantees: &[Guarantee] = if h.processing.is_empty() {
+        &Guarantee::ALL
+    } else {
+        &[
+            Guarantee::AtMostOnce,
+            Guarantee::AtLeastOnce,
+            Guarantee::ExactlyOnce,
+            Guarantee::ProducerOrder,
+            Guarantee::KeyOrder,
+            Guarantee::PartitionOrder,
+            Guarantee::TotalOrder,
+            Guarantee::ExactlyOnceProcessing,
+        ]
+    };
+    for &g in judged_guarantees {
         let violated = breaks(g).iter().any(|&k| count(k) > 0);
         let unknown = match g {
             Guarantee::AtMostOnce => false,
@@ -380,6 +416,7 @@ fn check_passes(
                 nothing_delivered || (bounded && count(AnomalyKind::TotalOrder) == 0)
             }
             Guarantee::ProducerOrder | Guarantee::KeyOrder => nothing_delivered,
+            Guarantee::ExactlyOnceProcessing => h.drained.is_none(),
         };
         // A guarantee an unjudged anomaly type could break is not known to hold.
         let missed = breaks(g).iter().any(|k| not_judged.contains(k))
@@ -425,11 +462,15 @@ fn check_passes(
         Validity::True
     };
     for g in &opts.expect {
-        valid = valid.max(match guarantees[g] {
-            Status::Holds => Validity::True,
-            Status::Unknown => Validity::Unknown,
-            Status::Violated => Validity::False,
-        });
+        // A guarantee the history cannot speak to (exactly-once-processing without
+        // processing ops) is unknown.
+        valid = valid.max(
+            match guarantees.get(g).copied().unwrap_or(Status::Unknown) {
+                Status::Holds => Validity::True,
+                Status::Unknown => Validity::Unknown,
+                Status::Violated => Validity::False,
+            },
+        );
     }
     for u in &unjudged {
         warnings.push(match u.reason {

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 pub mod evidence;
 pub mod flow;
+pub mod processing;
 pub use evidence::Example;
 pub use flow::{Flow, FlowRow, LagBucket};
 use std::fmt;
@@ -28,6 +29,10 @@ pub enum Guarantee {
     PartitionOrder,
     /// `total-order`: no total-order pair.
     TotalOrder,
+    /// `exactly-once-processing` (extension, seed D7): every message delivered to a
+    /// group had its effect applied exactly once (no `duplicate-processing`, no
+    /// `lost-processing`). In a verdict only when the history has `dedup` or `effect` ops.
+    ExactlyOnceProcessing,
 }
 
 impl Guarantee {
@@ -41,6 +46,9 @@ impl Guarantee {
         Guarantee::PartitionOrder,
         Guarantee::TotalOrder,
     ];
+    /// The guarantees of the processing of messages (extension): judged only on
+    /// histories with `dedup` or `effect` ops.
+    pub const PROCESSING: [Guarantee; 1] = [Guarantee::ExactlyOnceProcessing];
     /// The guarantee's name in the verdict (`at-most-once`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -51,6 +59,7 @@ impl Guarantee {
             Guarantee::KeyOrder => "key-order",
             Guarantee::PartitionOrder => "partition-order",
             Guarantee::TotalOrder => "total-order",
+            Guarantee::ExactlyOnceProcessing => "exactly-once-processing",
         }
     }
 }
@@ -63,7 +72,7 @@ impl fmt::Display for Guarantee {
 
 /// A name that is not a guarantee.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("unknown guarantee `{0}` (expected one of at-most-once, at-least-once, exactly-once, producer-order, key-order, partition-order, total-order)")]
+#[error("unknown guarantee `{0}` (expected one of at-most-once, at-least-once, exactly-once, producer-order, key-order, partition-order, total-order, exactly-once-processing)")]
 pub struct UnknownGuarantee(pub String);
 
 impl FromStr for Guarantee {
@@ -71,6 +80,7 @@ impl FromStr for Guarantee {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Guarantee::ALL
             .into_iter()
+            .chain(Guarantee::PROCESSING)
             .find(|g| g.name() == s.trim())
             .ok_or_else(|| UnknownGuarantee(s.to_string()))
     }
@@ -237,6 +247,16 @@ pub enum AnomalyKind {
     /// `int-nonmonotonic-send`: within one op, a send lands at or before the previous send to
     /// the same partition.
     IntNonmonotonicSend,
+    // Processing anomalies (extension, seed D7): present in a verdict only when the
+    // history has `dedup` or `effect` ops.
+    /// `duplicate-processing`: a message's effect applied twice or more in one group.
+    DuplicateProcessing,
+    /// `lost-processing`: a message delivered to a group whose effect was never applied
+    /// (after a `drained` marker).
+    LostProcessing,
+    /// `parked`: a message its consumer held back (the dedup store did not answer and
+    /// the policy is fail-closed): information, not an error.
+    Parked,
 }
 
 impl AnomalyKind {
@@ -259,6 +279,13 @@ impl AnomalyKind {
         AnomalyKind::IntNonmonotonicPoll,
         AnomalyKind::IntSendSkip,
         AnomalyKind::IntNonmonotonicSend,
+    ];
+    /// The processing anomalies (extension, seed D7), in the order reports list
+    /// them: in the verdict of a history with `dedup` or `effect` ops.
+    pub const PROCESSING: [AnomalyKind; 3] = [
+        AnomalyKind::DuplicateProcessing,
+        AnomalyKind::LostProcessing,
+        AnomalyKind::Parked,
     ];
     /// Jepsen's Kafka checks of how polls and sends move through each
     /// partition: in the verdict of any history whose messages carry offsets.
@@ -320,6 +347,9 @@ impl AnomalyKind {
             AnomalyKind::IntNonmonotonicPoll => "int-nonmonotonic-poll",
             AnomalyKind::IntSendSkip => "int-send-skip",
             AnomalyKind::IntNonmonotonicSend => "int-nonmonotonic-send",
+            AnomalyKind::DuplicateProcessing => "duplicate-processing",
+            AnomalyKind::LostProcessing => "lost-processing",
+            AnomalyKind::Parked => "parked",
         }
     }
     /// What `count` counts.
@@ -360,7 +390,7 @@ impl AnomalyKind {
     }
     /// Information, not an error.
     pub fn is_informational(self) -> bool {
-        matches!(self, AnomalyKind::Recovered)
+        matches!(self, AnomalyKind::Recovered | AnomalyKind::Parked)
     }
 }
 
@@ -577,7 +607,20 @@ impl Verdict {
         out.extend(
             AnomalyKind::TXN
                 .iter()
+                .chain(&AnomalyKind::PROCESSING)
                 .filter(|k| self.anomalies.contains_key(k)),
+        );
+        out
+    }
+
+    /// The guarantees the verdict lists: the seven of the contract, then the
+    /// processing guarantee where the history had processing ops.
+    pub fn guarantee_list(&self) -> Vec<Guarantee> {
+        let mut out = Guarantee::ALL.to_vec();
+        out.extend(
+            Guarantee::PROCESSING
+                .iter()
+                .filter(|g| self.guarantees.contains_key(g)),
         );
         out
     }

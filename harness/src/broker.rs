@@ -435,6 +435,8 @@ pub trait Recipe: Send + Sync {
 
 /// The name (and hostname) of a deployment's storage node.
 pub const STORAGE_NODE: &str = "storage";
+/// The name of the idempotent consumers' dedup store node (seed D7).
+pub const DEDUP_STORE_NODE: &str = "dedup-store";
 
 /// How to start a storage node and when it is ready.
 #[derive(Debug, Clone)]

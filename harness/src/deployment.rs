@@ -61,6 +61,13 @@ pub trait Deployment: NodeControl {
     fn storage_node(&self) -> Option<String> {
         None
     }
+    /// The idempotent consumers' dedup store (seed D7), when the run deployed
+    /// one: its node (`dedup-store`, which [`NodeControl`] takes like a
+    /// broker's, though it is not one of [`Deployment::nodes`]) and where
+    /// clients reach it. None by default.
+    fn dedup_store(&self) -> Option<Endpoint> {
+        None
+    }
     /// The endpoint of `node` for the recipe's port `port_name`.
     fn endpoint(&self, node: &str, port_name: &str) -> Option<Endpoint> {
         self.endpoints()

@@ -17,6 +17,7 @@ pub mod json;
 pub mod model;
 pub mod op;
 mod parallel;
+pub mod processing;
 pub mod reader;
 pub mod rng;
 pub mod writer;

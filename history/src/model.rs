@@ -406,6 +406,9 @@ pub struct History {
     pub counts: Counts,
     /// Things worth telling that did not stop the read (a cut-off last line).
     pub warnings: Vec<String>,
+    /// Extension: the `dedup` and `effect` ops of idempotent consumers, in
+    /// invoke order ([`crate::processing`]); empty in a history without them.
+    pub processing: Vec<crate::processing::Processing>,
 }
 
 impl History {
@@ -474,6 +477,8 @@ enum PendingKind {
     Poll(u32),
     /// Its sends, its index in `History::txns`, and its group id.
     Txn(Vec<u32>, u32, u32),
+    /// A `dedup` or `effect` op, its index in `History::processing`.
+    Processing(u32),
     Other,
 }
 
@@ -928,6 +933,13 @@ impl Builder {
                     PendingKind::Other
                 }
                 (F::Ack | F::Commit, _) => PendingKind::Other,
+                (f, v) if crate::processing::is_processing(f) => {
+                    let group = self.h.groups.intern(op.group.as_deref().unwrap_or(""));
+                    let rec = crate::processing::invoked(f, v, group, process, op.index)
+                        .map_err(|e| Problem::bad("value", e))?;
+                    self.h.processing.push(rec);
+                    PendingKind::Processing(u32_of(self.h.processing.len() - 1))
+                }
                 _ => {
                     self.h.counts.unknown_f += 1;
                     PendingKind::Other
@@ -1045,6 +1057,11 @@ impl Builder {
                     self.unsure(g);
                 }
             }
+            PendingKind::Processing(i) => {
+                if let Some(p) = self.h.processing.get_mut(i as usize) {
+                    crate::processing::completed(p, outcome, op.index, &op.value);
+                }
+            }
             PendingKind::Other => {
                 if op.kind == OpType::Ok {
                     match op.f {
@@ -1121,7 +1138,7 @@ impl Builder {
                         s.complete = NO_OP;
                     }
                 }
-                PendingKind::Send(_) | PendingKind::Other => {}
+                PendingKind::Send(_) | PendingKind::Processing(_) | PendingKind::Other => {}
             }
         }
         self.h.unsure_groups.sort_unstable();

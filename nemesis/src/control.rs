@@ -324,6 +324,9 @@ pub struct Cluster<'a> {
     /// The node that stores the brokers' data when it is not a broker (a tansu
     /// cluster's PostgreSQL); aimed at by role only, healed with the others.
     pub storage: Option<String>,
+    /// The idempotent consumers' dedup store (seed D7), when the run has one;
+    /// aimed at by role only, healed with the others.
+    pub dedup_store: Option<String>,
     /// Node control (the deployment).
     pub control: &'a dyn NodeControl,
     /// Readiness of a node after a start (the deployment).
@@ -478,6 +481,9 @@ impl Cluster<'_> {
         if role == Role::Storage {
             return Ok(self.storage.clone());
         }
+        if role == Role::DedupStore {
+            return Ok(self.dedup_store.clone());
+        }
         match self.roles {
             Some(r) => r.leader(role).await,
             None => Err(NemesisError::Unsupported {
@@ -551,6 +557,7 @@ mod tests {
         Cluster {
             nodes: vec!["n1".into(), "n2".into()],
             storage: None,
+            dedup_store: None,
             control: &Quiet,
             ready: &Quiet,
             consumers: None,

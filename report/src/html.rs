@@ -10,7 +10,7 @@ use crate::escape::{cut, html as esc};
 use crate::nemesis::{self, Faults};
 use crate::scenario::{self, ScenarioInfo, DELIVERY_FIGURES, ORDERING_FIGURES};
 use crate::sentence::sentence;
-use gauntlet_checkers::{breaks, AnomalyKind, Guarantee, Status, Validity, Verdict};
+use gauntlet_checkers::{breaks, AnomalyKind, Status, Validity, Verdict};
 use gauntlet_history::model::{History, Outcome, NONE, NO_OP};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -370,7 +370,7 @@ fn header(out: &mut String, v: &Verdict, title: &str) {
 
 fn guarantees(out: &mut String, v: &Verdict) {
     out.push_str(r#"<section id="guarantees"><h2>Guarantees</h2><table><tr><th>guarantee</th><th>claimed</th><th>verdict</th><th>broken by</th></tr>"#);
-    for g in Guarantee::ALL {
+    for g in v.guarantee_list() {
         let st = v.status(g);
         let by: Vec<String> = breaks(g)
             .iter()
@@ -407,7 +407,8 @@ fn anomaly_role(v: &Verdict, k: AnomalyKind) -> String {
     if k == AnomalyKind::Gap {
         return "<span class=\"tag\">order evidence (reorder or loss)</span>".into();
     }
-    let gs: Vec<String> = Guarantee::ALL
+    let gs: Vec<String> = v
+        .guarantee_list()
         .iter()
         .filter(|g| breaks(**g).contains(&k))
         .map(|g| {

@@ -12,7 +12,7 @@
 //!   or breaks a claimed guarantee ([`breaks`]); otherwise it passes, with the
 //!   count in `<system-out>` when above zero. Failures carry the first examples.
 use crate::escape::{cut, xml};
-use gauntlet_checkers::{breaks, AnomalyKind, Guarantee, Status, Verdict};
+use gauntlet_checkers::{breaks, AnomalyKind, Status, Verdict};
 use std::fmt::Write;
 
 /// Examples put in one failure, at most.
@@ -53,7 +53,7 @@ fn examples(v: &Verdict, kinds: &[AnomalyKind]) -> String {
 /// Renders the verdict as JUnit XML; `name` names the run or file (in `<properties>`).
 pub fn junit_xml(v: &Verdict, name: &str) -> String {
     let mut cases: Vec<(&str, &str, Outcome)> = Vec::new();
-    for g in Guarantee::ALL {
+    for g in v.guarantee_list() {
         let claimed = v.expected.contains(&g);
         let st = v.status(g);
         let o = match (claimed, st) {

@@ -287,11 +287,47 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
             object(p.object.as_ref())
         ),
         Example::Versions(v) => versions(kind, v),
+        Example::Processed(p) => processed(kind, p),
         Example::Untyped(_) => {
             "an example this report cannot put in words (from the verdict of another Gauntlet): \
              see its record"
                 .to_string()
         }
+    }
+}
+
+/// A message and what its idempotent consumers did with it (seed D7).
+fn processed(kind: AnomalyKind, p: &gauntlet_checkers::verdict::processing::Processed) -> String {
+    use AnomalyKind as A;
+    let ops = |v: &[u64]| list(v.iter().map(|o| format!("op {o}")));
+    let delivered = if p.delivered_by.is_empty() {
+        "never delivered".to_string()
+    } else {
+        format!("delivered by the polls ending at {}", ops(&p.delivered_by))
+    };
+    let answers = if p.answers.is_empty() {
+        String::new()
+    } else {
+        format!("; the dedup store answered {}", p.answers.join(", "))
+    };
+    let to = group(&p.group);
+    match kind {
+        A::DuplicateProcessing => format!(
+            "message {} had its effect applied {} times in {to} ({}), {delivered}{answers}",
+            p.value,
+            p.effects.len(),
+            ops(&p.effects)
+        ),
+        A::LostProcessing => format!(
+            "message {} was {delivered} to {to}, and its effect was never applied, though the \
+             drain read everything left{answers}",
+            p.value
+        ),
+        _ => format!(
+            "message {} was held back by its consumer in {to} (the dedup store did not answer), \
+             {delivered}{answers}",
+            p.value
+        ),
     }
 }
 

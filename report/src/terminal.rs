@@ -1,5 +1,5 @@
 //! The terminal summary: the verdict per guarantee and the count per anomaly.
-use gauntlet_checkers::{Guarantee, Status, Verdict};
+use gauntlet_checkers::{Status, Verdict};
 use std::fmt::Write;
 use tabled::builder::Builder;
 use tabled::settings::Style;
@@ -34,7 +34,7 @@ pub fn summary(v: &Verdict, source: &str) -> String {
     );
     let mut g = Builder::default();
     g.push_record(["guarantee", "expected", "verdict"]);
-    for guarantee in Guarantee::ALL {
+    for guarantee in v.guarantee_list() {
         let expected = if v.expected.contains(&guarantee) {
             "yes"
         } else {

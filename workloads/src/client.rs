@@ -120,6 +120,14 @@ pub trait Consumer: Send {
     async fn ack(&mut self, msgs: &[Received]) -> Outcome<()>;
     /// Whether `ack` does anything (manual acknowledgement mode).
     fn acks(&self) -> bool;
+    /// Hands messages the consumer held back (not processed, not acknowledged)
+    /// back to the broker for a later delivery, where the broker needs to be
+    /// told (a RabbitMQ `basic.nack` with requeue). By default nothing: the
+    /// broker delivers them again on its own (Redis Streams claims what stayed
+    /// pending for its claim idle time).
+    async fn release(&mut self, _msgs: &[Received]) -> Outcome<()> {
+        Outcome::Ok(())
+    }
 }
 
 /// A broker as the workloads see it: connection details and delivery settings inside.

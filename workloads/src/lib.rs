@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 pub mod broker;
 pub mod client;
+pub mod dedup;
 pub mod drivers;
 pub mod keys;
 pub mod log;

@@ -400,7 +400,7 @@ pub struct ConsumerConfig {
     pub drain_after_empty: Option<u32>,
 }
 
-fn received_json(m: &Received) -> Value {
+pub(crate) fn received_json(m: &Received) -> Value {
     let mut v = stored_json(&m.key, m.value, &m.stored);
     if m.redelivered {
         v["redelivered"] = json!(true);
@@ -408,7 +408,7 @@ fn received_json(m: &Received) -> Value {
     v
 }
 
-fn wire(
+pub(crate) fn wire(
     kind: &str,
     f: &str,
     group: &str,
@@ -424,7 +424,7 @@ fn wire(
     }
 }
 
-async fn ack(
+pub(crate) async fn ack(
     consumer: &mut dyn Consumer,
     cfg: &ConsumerConfig,
     msgs: &[Received],

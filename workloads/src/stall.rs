@@ -17,17 +17,26 @@ pub enum StallPoint {
     /// After acknowledging (committing) a batch, before processing finished
     /// (seed D5: with the ack before processing, the batch is lost).
     AfterAck,
+    /// An idempotent consumer, after its dedup store answered for a message and
+    /// before the message's effect (seed D7: with the mark before the effect,
+    /// the effect is lost). Only the `[dedup]` consumer reaches it.
+    BeforeEffect,
 }
 
 impl StallPoint {
     /// Both points: `before-ack`, then `after-ack`.
-    pub const ALL: [StallPoint; 2] = [StallPoint::BeforeAck, StallPoint::AfterAck];
+    pub const ALL: [StallPoint; 3] = [
+        StallPoint::BeforeAck,
+        StallPoint::AfterAck,
+        StallPoint::BeforeEffect,
+    ];
 
     /// `before-ack` or `after-ack`, as in the fault's name.
     pub fn name(self) -> &'static str {
         match self {
             StallPoint::BeforeAck => "before-ack",
             StallPoint::AfterAck => "after-ack",
+            StallPoint::BeforeEffect => "before-effect",
         }
     }
 
@@ -46,6 +55,7 @@ impl StallPoint {
         match self {
             StallPoint::BeforeAck => 1,
             StallPoint::AfterAck => 2,
+            StallPoint::BeforeEffect => 3,
         }
     }
 }

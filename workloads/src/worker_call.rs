@@ -26,6 +26,8 @@ pub struct WorkerCall {
     pub drain: bool,
     /// The log workload's share of the partitions; `None` for the queue workload.
     pub log: Option<LogSlot>,
+    /// The consumer's dedup store and how it uses it (seed D7); `None`: a plain consumer.
+    pub dedup: Option<crate::dedup::DedupCall>,
 }
 
 /// A log-workload consumer's membership and slot.
@@ -61,6 +63,12 @@ impl WorkerCall {
         ];
         if self.drain {
             a.push("--drain".into());
+        }
+        if let Some(d) = &self.dedup {
+            a.extend([
+                "--dedup".into(),
+                serde_json::to_string(d).unwrap_or_else(|_| "null".into()),
+            ]);
         }
         if let Some(l) = self.log {
             a.extend([

@@ -50,6 +50,9 @@ pub enum Example {
     Versions(Versions),
     /// An example this Gauntlet cannot type (read from another one's verdict), as it was.
     Untyped(Value),
+    /// `duplicate-processing`, `lost-processing`, `parked`: a message and what its
+    /// idempotent consumers did with it (extension, seed D7).
+    Processed(super::processing::Processed),
 }
 
 /// A delivery of a message to a consumer.
@@ -542,6 +545,7 @@ impl Example {
             Example::Precommitted(x) => v(x),
             Example::Versions(x) => v(x),
             Example::Untyped(x) => x.clone(),
+            Example::Processed(x) => v(x),
         }
     }
 
@@ -587,6 +591,9 @@ impl Example {
             | A::IntNonmonotonicPoll
             | A::IntSendSkip
             | A::IntNonmonotonicSend => as_(&json, Example::Versions),
+            A::DuplicateProcessing | A::LostProcessing | A::Parked => {
+                as_(&json, Example::Processed)
+            }
         };
         typed.unwrap_or(Example::Untyped(json))
     }
@@ -619,6 +626,7 @@ impl Example {
             Example::PartitionOrder(x) => Some(&x.group),
             Example::TotalOrderPair(x) => Some(&x.group),
             Example::TotalOrderSplit(x) => Some(&x.group),
+            Example::Processed(x) => Some(&x.group),
             Example::Untyped(v) => v
                 .get("group")
                 .and_then(Value::as_str)

@@ -10,7 +10,7 @@ pub struct CheckArgs {
     /// History file (JSON Lines, contract v1.1).
     pub file: PathBuf,
     /// Guarantees the run claims, comma-separated (default: at-least-once).
-    #[arg(long, value_delimiter = ',', value_parser = super::named::<Guarantee>(Guarantee::ALL.map(|g| g.name())))]
+    #[arg(long, value_delimiter = ',', value_parser = super::named::<Guarantee>(Guarantee::ALL.into_iter().chain(Guarantee::PROCESSING).map(|g| g.name())))]
     pub expect: Vec<Guarantee>,
     /// Write the verdict JSON here (`-` for stdout; the summary then goes to stderr).
     #[arg(long, value_name = "OUT")]

@@ -56,7 +56,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = named::<Mode>(Mode::ALL.map(|m| m.name())))]
     pub mode: Option<Mode>,
     /// Guarantees the run claims, comma-separated (default: at-least-once).
-    #[arg(long, value_delimiter = ',', value_parser = named::<Guarantee>(Guarantee::ALL.map(|g| g.name())))]
+    #[arg(long, value_delimiter = ',', value_parser = named::<Guarantee>(Guarantee::ALL.into_iter().chain(Guarantee::PROCESSING).map(|g| g.name())))]
     pub expect: Vec<Guarantee>,
     /// Where run folders go.
     #[arg(long)]

@@ -49,6 +49,9 @@ pub struct WorkerArgs {
     pub slot: usize,
     #[arg(long, default_value_t = 1)]
     pub slots: usize,
+    /// The dedup store and how the consumer uses it, as JSON (seed D7).
+    #[arg(long)]
+    pub dedup: Option<String>,
 }
 
 impl WorkerArgs {
@@ -56,7 +59,15 @@ impl WorkerArgs {
     pub fn call(&self) -> anyhow::Result<WorkerCall> {
         let delivery: Delivery = serde_json::from_str(&self.delivery)
             .map_err(|e| anyhow::anyhow!("--delivery is not a delivery table: {e}"))?;
+        let dedup = match &self.dedup {
+            Some(d) => Some(
+                serde_json::from_str(d)
+                    .map_err(|e| anyhow::anyhow!("--dedup is not a dedup setting: {e}"))?,
+            ),
+            None => None,
+        };
         Ok(WorkerCall {
+            dedup,
             broker: self.broker,
             addrs: self.addrs.clone(),
             group: self.group.clone(),
@@ -175,7 +186,20 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
             drain_after_empty: args.drain.then_some(3),
         };
         let mut emit = emitter();
-        run_consumer(&mut *consumer, &cfg, &stop, &stall, &mut emit).await;
+        match &args.dedup {
+            Some(d) => {
+                gauntlet_workloads::dedup::run_dedup_consumer(
+                    &mut *consumer,
+                    &cfg,
+                    d,
+                    &stop,
+                    &stall,
+                    &mut emit,
+                )
+                .await
+            }
+            None => run_consumer(&mut *consumer, &cfg, &stop, &stall, &mut emit).await,
+        }
         anyhow::Ok(0)
     });
     // The stdin reader sits in a blocking read: do not wait for it (a drain worker's
@@ -223,7 +247,15 @@ mod tests {
             processing_ms: 3,
             drain: false,
             log: None,
+            dedup: None,
         };
+        assert_eq!(round_trip(&call), call);
+        call.dedup = Some(gauntlet_workloads::dedup::DedupCall {
+            addr: "127.0.0.1:3".into(),
+            mark: gauntlet_workloads::dedup::Mark::Before,
+            policy: gauntlet_workloads::dedup::Policy::FailOpen,
+            ttl_ms: 60_000,
+        });
         assert_eq!(round_trip(&call), call);
         call.drain = true;
         call.broker = BrokerKind::Kafka;

@@ -11,6 +11,7 @@
 mod basics;
 mod clean;
 mod common;
+mod dedup;
 mod disk;
 mod hot;
 mod incomplete;

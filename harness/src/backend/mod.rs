@@ -82,6 +82,10 @@ pub struct ClusterSpec {
     /// data of every broker and storage node that has a data directory: set
     /// only for a run that schedules a disk fault.
     pub diskfs: Option<PathBuf>,
+    /// Deploy a dedup store beside the broker for the idempotent consumers
+    /// (the scenario's `[dedup]` table, seed D7): a Redis node of Gauntlet's
+    /// Redis image. Only the Docker backend deploys one.
+    pub dedup_store: bool,
 }
 
 impl ClusterSpec {
@@ -100,6 +104,7 @@ impl ClusterSpec {
             durability: Durability::default(),
             image_progress: Default::default(),
             diskfs: None,
+            dedup_store: false,
         }
     }
 

@@ -288,7 +288,7 @@ impl Recipe for Tansu {
             // Kafka has leaders per partition, not one for the workload: not offered.
             Role::Leader => return None,
             // The storage node is the deployment's to name, not the broker's.
-            Role::Storage => return None,
+            Role::Storage | Role::DedupStore => return None,
             Role::GroupCoordinator => "0",
             Role::TxnCoordinator => "1",
         };

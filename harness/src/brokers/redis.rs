@@ -127,6 +127,45 @@ impl Recipe for Redis {
     }
 }
 
+/// The idempotent consumers' dedup store (seed D7): one Redis node of
+/// Gauntlet's Redis image beside the broker, never a replica, with its
+/// append-only file synced on every write (`appendfsync always`), so a mark it
+/// acknowledged survives a SIGKILL of the node. How it starts, and when it is ready.
+pub fn dedup_store_plan() -> (NodePlan, Probe) {
+    let cmd = [
+        "redis-server",
+        "--bind",
+        "0.0.0.0",
+        "--protected-mode",
+        "no",
+        "--port",
+        "6379",
+        "--dir",
+        "/data",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    (
+        NodePlan {
+            entrypoint: Some(vec![
+                "sh".into(),
+                "-c".into(),
+                "mkdir -p /data && exec \"$@\"".into(),
+                "redis".into(),
+            ]),
+            cmd,
+            env: Vec::new(),
+            user: None,
+        },
+        Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -456,6 +456,10 @@ async fn pump(
 pub struct Proxy {
     /// One link per node, in node order.
     pub links: Vec<Link>,
+    /// The consumers' link to their dedup store (seed D7), when the run has
+    /// one: not a broker's, so not in [`Proxy::addrs`]; a link fault reaches
+    /// it only when it is aimed at it by name (`dedup-store`).
+    pub dedup: Option<Link>,
 }
 
 impl Proxy {
@@ -465,7 +469,7 @@ impl Proxy {
         for (i, n) in nodes.iter().enumerate() {
             links.push(Link::bind(n, seed ^ ((i as u64 + 1) << 32)).await?);
         }
-        Ok(Proxy { links })
+        Ok(Proxy { links, dedup: None })
     }
 
     /// The link in front of `node`, if there is one.
@@ -480,7 +484,7 @@ impl Proxy {
 
     /// Every link back to pass (tainted connections reset).
     pub fn heal(&self) {
-        for l in &self.links {
+        for l in self.links.iter().chain(&self.dedup) {
             l.heal();
         }
     }

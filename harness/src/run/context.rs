@@ -92,6 +92,16 @@ pub struct RunContext<'a> {
 
 impl RunContext<'_> {
     /// The addresses the clients use: the proxy's links, or the nodes' client ports.
+    /// `host:port` of the dedup store (seed D7), when the deployment has one.
+    /// Through the client proxy when the run has one.
+    pub(super) fn dedup_addr(&self) -> Option<String> {
+        let store = self.deployment.dedup_store()?;
+        match self.proxy.and_then(|p| p.dedup.as_ref()) {
+            Some(link) => Some(link.addr().to_string()),
+            None => Some(store.addr()),
+        }
+    }
+
     pub(super) fn client_addrs(&self) -> Vec<String> {
         match self.proxy {
             Some(p) => p.addrs(),

@@ -144,7 +144,13 @@ fn able(needs: Needs, deployment: &dyn Deployment, scenario: &Scenario) -> Resul
         Some(Role::Storage) if deployment.storage_node().is_none() => Err(format!(
             "the {broker} deployment has no storage node (its brokers keep their own data)"
         )),
-        Some(role) if role != Role::Storage && broker.recipe().role_probe(role).is_none() => {
+        Some(Role::DedupStore) if deployment.dedup_store().is_none() => {
+            Err("the run has no dedup store (the scenario's [dedup] table deploys one)".to_string())
+        }
+        Some(role)
+            if !matches!(role, Role::Storage | Role::DedupStore)
+                && broker.recipe().role_probe(role).is_none() =>
+        {
             let which = match role {
                 Role::Leader => "which node leads".to_string(),
                 _ => format!("which node is the {role}"),

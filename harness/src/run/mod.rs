@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod context;
+mod dedup;
 mod events;
 mod faults;
 mod folder;
@@ -41,6 +42,7 @@ mod tests;
 
 use context::{client_port, Driven};
 pub use context::{BenchPart, Figures, ReferenceFigure, RunContext, RunOptions};
+pub use dedup::{DedupConfig, DEDUP_BROKERS};
 pub use events::{EventSink, RunEvent};
 pub use folder::timestamp;
 pub use overrides::Overrides;
@@ -96,6 +98,19 @@ pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError>
 /// Points each proxy link at its node's client port.
 fn connect_proxy(proxy: &Proxy, deployment: &dyn Deployment) -> Result<(), HarnessError> {
     let port = client_port(deployment.broker());
+    if let Some(link) = &proxy.dedup {
+        match deployment
+            .dedup_store()
+            .and_then(|e| e.addr().parse::<std::net::SocketAddr>().ok())
+        {
+            Some(a) => link.set_upstream(a),
+            None => {
+                return Err(HarnessError::Scenario(
+                    "the proxy has no dedup store to forward to".into(),
+                ))
+            }
+        }
+    }
     for link in &proxy.links {
         let up = deployment
             .endpoint(link.node(), port)
@@ -272,6 +287,7 @@ async fn deploy_and_run(
         }
         spec.storage_env = scenario.storage.env();
     }
+    spec.dedup_store = scenario.dedup.is_some();
     let started = Instant::now();
     let n_nodes = spec.node_count();
     // `[redis]` and `[nats]`: refused on another broker, and replicas beyond the
@@ -292,7 +308,14 @@ async fn deploy_and_run(
     // The proxy listens before the nodes exist, so a recipe can advertise its address.
     let proxy = if needs_proxy(&kinds) {
         let names: Vec<String> = (1..=n_nodes).map(|i| format!("n{i}")).collect();
-        let proxy = Proxy::bind(&names, scenario.seed).await?;
+        let mut proxy = Proxy::bind(&names, scenario.seed).await?;
+        if scenario.dedup.is_some() {
+            // The consumers reach their dedup store through the proxy too (seed D7).
+            proxy.dedup = Some(
+                crate::proxy::Link::bind(crate::broker::DEDUP_STORE_NODE, scenario.seed ^ 0xD7)
+                    .await?,
+            );
+        }
         let addrs: Vec<std::net::SocketAddr> = proxy.links.iter().map(|l| l.addr()).collect();
         spec = spec.client_endpoints(client_port(kind), &addrs);
         Some(proxy)
@@ -309,6 +332,15 @@ async fn deploy_and_run(
         broker: kind,
         after: started.elapsed(),
     });
+    if scenario.dedup.is_some() && deployment.dedup_store().is_none() {
+        // Refused before the history exists: a backend that deploys no dedup store.
+        let _ = deployment.teardown().await;
+        return Err(HarnessError::Scenario(format!(
+            "[dedup]: the {} backend deploys no dedup store beside {kind} (only the Docker \
+             backend does)",
+            backend.name()
+        )));
+    }
     if let Some(p) = &proxy {
         if let Err(e) = connect_proxy(p, deployment.as_ref()) {
             let _ = deployment.teardown().await;

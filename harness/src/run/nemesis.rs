@@ -211,6 +211,12 @@ pub(super) async fn final_heal(cluster: &RunCluster<'_>, recorder: &Recorder, ev
             storage_down = true;
         }
     }
+    // The dedup store (seed D7) next: the drain's consumers need it.
+    if let Some(store) = cluster.deployment.dedup_store() {
+        if let Some(problem) = back(store.node).await {
+            notes.push(problem);
+        }
+    }
     if storage_down {
         for n in cluster.deployment.nodes() {
             let _ = cluster.deployment.unpause(&n).await;
@@ -286,6 +292,7 @@ impl RunCluster<'_> {
         Cluster {
             nodes: self.deployment.nodes(),
             storage: self.deployment.storage_node(),
+            dedup_store: self.deployment.dedup_store().map(|e| e.node),
             control: self.deployment,
             ready: self,
             consumers: Some(self),
@@ -358,6 +365,7 @@ impl Consumers for RunCluster<'_> {
             KillConsumerAt::Any => None,
             KillConsumerAt::BeforeAck => Some(StallPoint::BeforeAck),
             KillConsumerAt::AfterAck => Some(StallPoint::AfterAck),
+            KillConsumerAt::BeforeEffect => Some(StallPoint::BeforeEffect),
         }
         .map(|p| format!("{}\n", p.command()));
         let mut stalled = false;
@@ -390,6 +398,19 @@ impl Links for Proxy {
             why: format!("no client proxy in front of {node}"),
         };
         let effect = fault.effect();
+        // The consumers' link to their dedup store: aimed at by name only.
+        if let Some(store) = self.dedup.as_ref().filter(|l| l.node() == node) {
+            store.set(link_state(effect));
+            if effect.reset_open {
+                store.reset_all();
+            }
+            return Ok(json!({
+                "node": node,
+                "fault": fault.to_string(),
+                "proxy": store.addr().to_string(),
+                "stats": store.stats(),
+            }));
+        }
         // The client -> broker bytes of each link so far, and over the next
         // moment: where the clients send now.
         let sent = || -> Vec<u64> { self.links.iter().map(|l| l.stats().bytes_up).collect() };
@@ -449,6 +470,7 @@ impl Links for Proxy {
         let stats: serde_json::Map<String, serde_json::Value> = self
             .links
             .iter()
+            .chain(&self.dedup)
             .map(|l| (l.node().to_string(), json!(l.stats())))
             .collect();
         Ok(json!({"healed": "links", "stats": stats}))

@@ -77,6 +77,16 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         cfg: scenario.queue.clone(),
         workload: scenario.workload,
         log: scenario.log.clone(),
+        dedup: match &scenario.dedup {
+            Some(d) => Some(d.call(ctx.dedup_addr().ok_or_else(|| {
+                HarnessError::Scenario(format!(
+                    "[dedup]: the {} deployment has no dedup store (only the Docker backend \
+                     deploys one)",
+                    kind
+                ))
+            })?)?),
+            None => None,
+        },
         events: events.clone(),
     };
     let _ = recorder.phase("start");

@@ -82,6 +82,10 @@ pub struct Scenario {
     /// The `[nats]` table: JetStream's `sync-interval` and the stream's `replicas`.
     #[serde(default, skip_serializing_if = "NatsConfig::is_default")]
     pub nats: NatsConfig,
+    /// The `[dedup]` table (seed D7): consumers with a dedup store of their own,
+    /// deployed beside the broker; plain consumers when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedup: Option<super::dedup::DedupConfig>,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
@@ -371,6 +375,7 @@ impl Scenario {
             storage: StorageConfig::default(),
             redis: RedisConfig::default(),
             nats: NatsConfig::default(),
+            dedup: None,
             results: default_results(),
         }
     }
@@ -514,6 +519,17 @@ impl Scenario {
                 "[queue] key-distribution = \"{}\": the queue workload draws keys, the {} \
                  workload does not",
                 self.queue.key_distribution, self.workload
+            )));
+        }
+        if let Some(d) = &self.dedup {
+            d.check(kind, &self.workload.to_string(), &self.delivery)?;
+        }
+        let before_effect = FaultKind::KillConsumer(gauntlet_nemesis::KillConsumerAt::BeforeEffect);
+        if self.dedup.is_none() && self.nemesis.contains(&before_effect) {
+            return Err(HarnessError::Scenario(format!(
+                "{before_effect} on {}: only the idempotent consumer of a [dedup] table \
+                 has an effect to stop before",
+                self.broker
             )));
         }
         Ok(())
@@ -946,6 +962,31 @@ mod tests {
         }
         let d = Scenario::default_scenario();
         assert_eq!(d.report_info().delivery, Some("at-least-once"));
+    }
+
+    #[test]
+    fn a_dedup_table_is_checked_and_kill_consumer_before_effect_needs_one() {
+        let plain =
+            "name = \"x\"\nbroker = \"redis\"\nnemesis = [\"kill-consumer:before-effect\"]\n";
+        let s = Scenario::from_toml(plain).expect("parses");
+        let e = s
+            .check_workload(BrokerKind::Redis)
+            .expect_err("no [dedup]")
+            .to_string();
+        assert!(
+            e.contains("kill-consumer:before-effect") && e.contains("[dedup]"),
+            "{e}"
+        );
+        let with = format!("{plain}\n[dedup]\nmark = \"before\"\npolicy = \"fail-open\"\n");
+        let s = Scenario::from_toml(&with).expect("parses");
+        assert!(s.check_workload(BrokerKind::Redis).is_ok());
+        let back = Scenario::from_toml(&toml::to_string(&s).expect("writes")).expect("reads back");
+        assert_eq!(back.dedup, s.dedup);
+        let e = s
+            .check_workload(BrokerKind::Kafka)
+            .expect_err("kafka")
+            .to_string();
+        assert!(e.contains("[dedup]") && e.contains("kafka"), "{e}");
     }
 
     #[test]

@@ -218,6 +218,7 @@ pub(super) fn spec_to(exe: PathBuf, consumers: usize, events: EventSink) -> Work
         },
         workload: Workload::Queue,
         log: s.log,
+        dedup: None,
         events,
     }
 }

@@ -36,6 +36,8 @@ pub(super) struct WorkerSpec {
     pub(super) cfg: QueueConfig,
     pub(super) workload: Workload,
     pub(super) log: LogConfig,
+    /// The dedup store and how the consumers use it (seed D7); `None`: plain consumers.
+    pub(super) dedup: Option<gauntlet_workloads::dedup::DedupCall>,
     /// Where a worker's unreadable lines are told.
     pub(super) events: EventSink,
 }
@@ -73,6 +75,7 @@ impl WorkerSpec {
                 slot,
                 slots: self.cfg.consumers.max(1),
             }),
+            dedup: self.dedup.clone(),
         };
         let mut cmd = Command::new(&self.exe);
         cmd.args(call.to_args());

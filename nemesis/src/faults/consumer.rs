@@ -11,4 +11,8 @@ pub enum KillConsumerAt {
     BeforeAck,
     /// After acknowledging (or committing) a batch, before processing finished (seed D5: loss).
     AfterAck,
+    /// An idempotent consumer, between its dedup store's answer for a message
+    /// and the message's effect (seed D7: with the mark before the effect, the
+    /// effect is lost).
+    BeforeEffect,
 }

@@ -255,13 +255,14 @@ fn num(arg: Option<&str>, default: u32) -> Option<u32> {
 
 static KILL_CONSUMER: FaultSpec = FaultSpec {
     name: "kill-consumer",
-    syntax: "kill-consumer[:before-ack|:after-ack]",
+    syntax: "kill-consumer[:before-ack|:after-ack|:before-effect]",
     aliases: &[],
     parse: |a| {
         Some(FaultKind::KillConsumer(match a {
             None => KillConsumerAt::Any,
             Some("before-ack") => KillConsumerAt::BeforeAck,
             Some("after-ack" | "after-commit") => KillConsumerAt::AfterAck,
+            Some("before-effect") => KillConsumerAt::BeforeEffect,
             Some(_) => return None,
         }))
     },
@@ -641,6 +642,7 @@ impl FaultKind {
             | FaultKind::CrashProducer => return None,
             FaultKind::KillConsumer(KillConsumerAt::BeforeAck) => "before-ack".into(),
             FaultKind::KillConsumer(KillConsumerAt::AfterAck) => "after-ack".into(),
+            FaultKind::KillConsumer(KillConsumerAt::BeforeEffect) => "before-effect".into(),
             FaultKind::RestartBroker { mid_batch: true } => "mid-batch".into(),
             FaultKind::PartitionShape(s) => s.name().into(),
             FaultKind::Link(l) => return l.arg(),

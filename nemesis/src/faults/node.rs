@@ -117,15 +117,19 @@ pub enum Role {
     /// The node that stores the brokers' data where that is a node of its own
     /// (the PostgreSQL of a tansu cluster): not a broker, never drawn at random.
     Storage,
+    /// The idempotent consumers' dedup store (seed D7), a Redis node beside the
+    /// broker: not a broker, never drawn at random.
+    DedupStore,
 }
 
 impl Role {
     /// Every role, in the order the unknown-fault error lists them.
-    pub const ALL: [Role; 4] = [
+    pub const ALL: [Role; 5] = [
         Role::Leader,
         Role::GroupCoordinator,
         Role::TxnCoordinator,
         Role::Storage,
+        Role::DedupStore,
     ];
 
     /// The name after the fault's, as in `kill-broker:group-coordinator`.
@@ -135,6 +139,7 @@ impl Role {
             Role::GroupCoordinator => "group-coordinator",
             Role::TxnCoordinator => "txn-coordinator",
             Role::Storage => "storage",
+            Role::DedupStore => "dedup-store",
         }
     }
 }

@@ -188,3 +188,43 @@ fn schema_rejects_what_is_not_a_verdict() {
     bad["stats"]["ops"] = Value::from(-1);
     assert!(!errors(&bad).is_empty());
 }
+
+/// A history of idempotent consumers (seed D7): its verdict has the processing
+/// anomalies and the exactly-once-processing guarantee, and still validates.
+#[test]
+fn a_verdict_with_processing_anomalies_validates() {
+    let lines = [
+        r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1}}"#,
+        r#"{"index":1,"time":1,"process":0,"type":"ok","f":"send","value":{"key":"k","value":1}}"#,
+        r#"{"index":2,"time":2,"process":5,"type":"invoke","f":"poll","group":"g1"}"#,
+        r#"{"index":3,"time":3,"process":5,"type":"ok","f":"poll","group":"g1","value":[{"key":"k","value":1}]}"#,
+        r#"{"index":4,"time":4,"process":5,"type":"invoke","f":"dedup","group":"g1","value":{"value":1,"step":"claim"}}"#,
+        r#"{"index":5,"time":5,"process":5,"type":"fail","f":"dedup","group":"g1","value":{"value":1,"step":"claim","answer":"unavailable"},"error":"refused"}"#,
+        r#"{"index":6,"time":6,"process":5,"type":"invoke","f":"effect","group":"g1","value":1}"#,
+        r#"{"index":7,"time":7,"process":5,"type":"ok","f":"effect","group":"g1","value":1}"#,
+        r#"{"index":8,"time":8,"process":6,"type":"invoke","f":"poll","group":"g1"}"#,
+        r#"{"index":9,"time":9,"process":6,"type":"ok","f":"poll","group":"g1","value":[{"key":"k","value":1}]}"#,
+        r#"{"index":10,"time":10,"process":6,"type":"invoke","f":"effect","group":"g1","value":1}"#,
+        r#"{"index":11,"time":11,"process":6,"type":"ok","f":"effect","group":"g1","value":1}"#,
+        r#"{"index":12,"time":12,"process":"harness","type":"info","f":"phase","value":"drained"}"#,
+    ];
+    let text = lines.join("\n") + "\n";
+    let h = gauntlet_history::read_bytes("d7", text.as_bytes()).unwrap();
+    let v = gauntlet_checkers::check(
+        &h,
+        &gauntlet_checkers::CheckOptions {
+            expect: vec![gauntlet_checkers::Guarantee::ExactlyOnceProcessing],
+            max_examples: 10,
+        },
+    );
+    let json: Value = serde_json::from_str(&gauntlet_report::verdict_json(&v)).unwrap();
+    assert_eq!(json["anomalies"]["duplicate-processing"]["count"], 1);
+    assert_eq!(json["guarantees"]["exactly-once-processing"], "violated");
+    let errs = errors(&json);
+    assert!(errs.is_empty(), "{errs:#?}");
+    // The report puts the example in words.
+    let e = &v.anomalies[&gauntlet_checkers::AnomalyKind::DuplicateProcessing].examples[0];
+    let s =
+        gauntlet_report::sentence::sentence(gauntlet_checkers::AnomalyKind::DuplicateProcessing, e);
+    assert!(s.contains("applied 2 times"), "{s}");
+}

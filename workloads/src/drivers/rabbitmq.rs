@@ -7,7 +7,7 @@ use crate::settings::Resolved;
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
     ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
@@ -370,5 +370,26 @@ impl Consumer for RabbitConsumer {
 
     fn acks(&self) -> bool {
         self.manual_ack
+    }
+
+    /// `basic.nack` with requeue: the queue delivers them again (seed D7's
+    /// fail-closed consumer, which neither processed nor acknowledged them).
+    async fn release(&mut self, msgs: &[Received]) -> Outcome<()> {
+        if !self.manual_ack {
+            return Outcome::Ok(());
+        }
+        for m in msgs {
+            let Ok(tag) = m.ack_token.parse::<u64>() else {
+                return Outcome::Fail(format!("bad delivery tag {}", m.ack_token));
+            };
+            let requeue = BasicNackOptions {
+                multiple: false,
+                requeue: true,
+            };
+            if let Err(e) = self.ch.basic_nack(tag, requeue).await {
+                return Outcome::Info(e.to_string());
+            }
+        }
+        Outcome::Ok(())
     }
 }

@@ -37,7 +37,7 @@ impl Redis {
 }
 
 /// A multiplexed connection to the node at `url`.
-async fn connect(url: &str) -> Result<MultiplexedConnection, ClientError> {
+pub(crate) async fn connect(url: &str) -> Result<MultiplexedConnection, ClientError> {
     let connect_err = |e: RedisError| ClientError::Connect {
         broker: "redis",
         addr: url.to_string(),
@@ -51,7 +51,7 @@ async fn connect(url: &str) -> Result<MultiplexedConnection, ClientError> {
 }
 
 /// The one place Redis errors become outcomes.
-fn classify<T>(e: RedisError) -> Outcome<T> {
+pub(crate) fn classify<T>(e: RedisError) -> Outcome<T> {
     if e.is_connection_refusal() {
         // Definite: no connection, so the command never reached the server.
         return Outcome::Fail(e.to_string());
@@ -64,7 +64,7 @@ fn classify<T>(e: RedisError) -> Outcome<T> {
     Outcome::Info(e.to_string())
 }
 
-async fn timed<T>(
+pub(crate) async fn timed<T>(
     limit: Duration,
     f: impl std::future::Future<Output = Result<T, RedisError>>,
 ) -> Outcome<T> {

@@ -14,7 +14,7 @@ use crate::backend::ClusterSpec;
 use crate::broker::BrokerExt;
 use crate::broker::{
     BrokerKind, Capabilities, ClusterContext, Command, DataDir, NodePlan, Probe, Recipe,
-    STORAGE_NODE,
+    DEDUP_STORE_NODE, STORAGE_NODE,
 };
 use crate::deployment::{CtlResult, Deployment, Endpoint, ExecOutput, NodeControl};
 use crate::error::{docker_err, io_err, HarnessError, Result};
@@ -57,6 +57,10 @@ pub struct DockerDeployment {
     nodes: Vec<Node>,
     /// The storage node ([`Recipe::storage`]) and its readiness probe.
     storage: Option<(Node, Probe)>,
+    /// The dedup store node (seed D7), its readiness probe, and its host port.
+    dedup: Option<(Node, Probe)>,
+    /// The host port kept for the dedup store.
+    dedup_port: Option<u16>,
     logs_dir: Option<PathBuf>,
     ready_timeout: Duration,
     torn_down: AtomicBool,
@@ -91,7 +95,8 @@ impl DockerDeployment {
 
         let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
         let mut host_endpoints = Vec::with_capacity(n);
-        let mut ports = free_ports(n * recipe.ports().len())?.into_iter();
+        let mut ports =
+            free_ports(n * recipe.ports().len() + usize::from(spec.dedup_store))?.into_iter();
         for _ in 0..n {
             let mut m = BTreeMap::new();
             for p in recipe.ports() {
@@ -134,12 +139,19 @@ impl DockerDeployment {
             network: None,
             nodes: Vec::new(),
             storage: None,
+            dedup: None,
+            dedup_port: None,
             logs_dir: spec.logs_dir.clone(),
             ready_timeout: spec.ready_timeout.unwrap_or_else(|| recipe.ready_timeout()),
             torn_down: AtomicBool::new(false),
             diskfs: spec.diskfs.clone(),
             mounted: HashMap::new(),
         };
+        if spec.dedup_store {
+            dep.dedup_port = Some(ports.next().ok_or_else(|| {
+                HarnessError::NoPort(std::io::Error::other("no free port for the dedup store"))
+            })?);
+        }
         if dep.diskfs.is_some() {
             spec.disk_faults().map_err(HarnessError::Scenario)?;
         }
@@ -304,6 +316,10 @@ impl DockerDeployment {
                 .await?;
         }
 
+        if let Some(port) = self.dedup_port {
+            self.create_dedup_store(port).await?;
+        }
+
         let data = self.recipe.data_dir(&self.ctx);
         for (i, name) in self.ctx.nodes.clone().iter().enumerate() {
             let plan = self.recipe.node(&self.ctx, i);
@@ -354,6 +370,51 @@ impl DockerDeployment {
         Ok(())
     }
 
+    /// The dedup store (seed D7): Gauntlet's Redis image, `appendfsync always`,
+    /// its port published on 127.0.0.1, started and ready before the brokers.
+    async fn create_dedup_store(&mut self, port: u16) -> Result<()> {
+        let name = DEDUP_STORE_NODE.to_string();
+        let (plan, ready) = crate::brokers::redis::dedup_store_plan();
+        let key = "6379/tcp".to_string();
+        let bindings = HashMap::from([(
+            key.clone(),
+            Some(vec![PortBinding {
+                host_ip: Some("127.0.0.1".into()),
+                host_port: Some(port.to_string()),
+            }]),
+        )]);
+        let image = crate::broker::ImageRef::local(BrokerKind::Redis).name;
+        let id = self
+            .create_container(
+                &name,
+                "the dedup store",
+                image,
+                &plan,
+                plan.env.clone(),
+                Some((vec![key], bindings)),
+                None,
+            )
+            .await?;
+        self.dedup = Some((
+            Node {
+                name: name.clone(),
+                container: id.clone(),
+                endpoints: vec![Endpoint {
+                    node: name.clone(),
+                    port_name: "client".into(),
+                    host: "127.0.0.1".into(),
+                    port,
+                }],
+            },
+            ready.clone(),
+        ));
+        self.docker
+            .start_container(&id, None::<StartContainerOptions>)
+            .await
+            .map_err(docker_err("starting the dedup store".to_string()))?;
+        self.wait_probe(&name, &ready, self.ready_timeout).await
+    }
+
     async fn form(&self) -> Result<()> {
         self.wait_nodes_ready(self.ready_timeout).await?;
         for step in self.recipe.join(&self.ctx) {
@@ -385,6 +446,7 @@ impl DockerDeployment {
         self.nodes
             .iter()
             .chain(self.storage.as_ref().map(|(n, _)| n))
+            .chain(self.dedup.as_ref().map(|(n, _)| n))
             .find(|n| n.name == name)
             .ok_or_else(|| HarnessError::UnknownNode(name.to_string()))
     }
@@ -593,12 +655,23 @@ impl Deployment for DockerDeployment {
         self.storage.as_ref().map(|(n, _)| n.name.clone())
     }
 
+    fn dedup_store(&self) -> Option<Endpoint> {
+        self.dedup
+            .as_ref()
+            .and_then(|(n, _)| n.endpoints.first().cloned())
+    }
+
     fn disk_mounted(&self) -> bool {
         !self.mounted.is_empty()
     }
 
     async fn wait_ready(&self, node: &str, timeout: Duration) -> Result<()> {
         if let Some((n, probe)) = &self.storage {
+            if n.name == node {
+                return self.wait_probe(node, probe, timeout).await;
+            }
+        }
+        if let Some((n, probe)) = &self.dedup {
             if n.name == node {
                 return self.wait_probe(node, probe, timeout).await;
             }
@@ -626,6 +699,7 @@ impl Deployment for DockerDeployment {
             .nodes
             .iter()
             .chain(self.storage.as_ref().map(|(n, _)| n))
+            .chain(self.dedup.as_ref().map(|(n, _)| n))
         {
             let text = self.logs(&node.name).await?;
             let path = dir.join(format!("{}.log", node.name));
