@@ -24,6 +24,7 @@ mod found;
 mod offsets;
 mod order;
 mod radix;
+mod repartition;
 mod resets;
 pub mod stats;
 mod table;
@@ -79,7 +80,7 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
             A::PrecommittedRead,
         ],
         Guarantee::ProducerOrder => &[A::ProducerOrder],
-        Guarantee::KeyOrder => &[A::KeyOrder],
+        Guarantee::KeyOrder => &[A::KeyOrder, A::RepartitionKeyOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
         Guarantee::TotalOrder => &[A::TotalOrder],
     }
@@ -109,6 +110,7 @@ enum Pass {
     Total,
     Offsets,
     Stats,
+    Repartition,
 }
 
 impl Pass {
@@ -120,6 +122,7 @@ impl Pass {
             Pass::Total => "total-order",
             Pass::Offsets => "offsets",
             Pass::Stats => "stats",
+            Pass::Repartition => "repartition",
         }
     }
 }
@@ -255,6 +258,18 @@ fn check_passes(
             order::check(h, index, max)
         })
     });
+    // Judged only where the history changed a partition count (`add-partitions`).
+    let repartitioned = repartition::has_change(h);
+    let reord = index.as_ref().filter(|_| repartitioned).and_then(|index| {
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::Repartition,
+            &AnomalyKind::REPARTITION,
+            "",
+            || repartition::check(h, index, max),
+        )
+    });
     let tot = index.as_ref().and_then(|index| {
         run_pass(
             &mut unjudged,
@@ -329,6 +344,12 @@ fn check_passes(
     }
     if let Some(tot) = tot {
         found.push((AnomalyKind::TotalOrder, tot.total_order));
+    }
+    if repartitioned {
+        anomalies.insert(AnomalyKind::RepartitionKeyOrder, Anomaly::default());
+    }
+    if let Some(reord) = reord {
+        found.push((AnomalyKind::RepartitionKeyOrder, reord));
     }
     if let Some(inconsistent) = inconsistent {
         found.push((AnomalyKind::InconsistentOffsets, inconsistent));

@@ -50,6 +50,9 @@ pub enum Example {
     Versions(Versions),
     /// An example this Gauntlet cannot type (read from another one's verdict), as it was.
     Untyped(Value),
+    /// `repartition-key-order` (extension): two messages of a key, sent on either side of
+    /// a change of the partition count, received by the group out of order.
+    RepartitionKeyOrder(RepartitionKeyOrder),
 }
 
 /// A delivery of a message to a consumer.
@@ -241,6 +244,32 @@ pub struct KeyOrder {
     pub received_first: MessageRef,
     /// The message sent first, received after the other.
     pub sent_first: MessageRef,
+}
+
+/// `repartition-key-order` (extension): a key's messages sent on either side of an
+/// `add-partitions`, on its old and its new partition, received by the group (by
+/// any of its consumers) in the opposite order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepartitionKeyOrder {
+    /// Op index of the `add-partitions` event (its completion) the two sends straddle.
+    pub change: u64,
+    /// The group.
+    pub group: String,
+    /// The key.
+    pub key: String,
+    /// The partition of the message sent second (the key's new partition).
+    pub new_partition: Option<i64>,
+    /// The partition of the message sent first (the key's old partition).
+    pub old_partition: Option<i64>,
+    /// The message the group received first, which was sent after the other.
+    pub received_first: MessageRef,
+    /// The consumer that received it.
+    pub received_first_by: u64,
+    /// The message sent first, which the group received only after the other.
+    pub sent_first: MessageRef,
+    /// The consumer that received it.
+    pub sent_first_by: u64,
 }
 
 /// `producer-order`.
@@ -542,6 +571,7 @@ impl Example {
             Example::Precommitted(x) => v(x),
             Example::Versions(x) => v(x),
             Example::Untyped(x) => x.clone(),
+            Example::RepartitionKeyOrder(x) => v(x),
         }
     }
 
@@ -587,6 +617,7 @@ impl Example {
             | A::IntNonmonotonicPoll
             | A::IntSendSkip
             | A::IntNonmonotonicSend => as_(&json, Example::Versions),
+            A::RepartitionKeyOrder => as_(&json, Example::RepartitionKeyOrder),
         };
         typed.unwrap_or(Example::Untyped(json))
     }
@@ -600,6 +631,7 @@ impl Example {
             Example::Repeated(x) => Some(&x.key),
             Example::Gap(x) => Some(&x.key),
             Example::KeyOrder(x) => Some(&x.key),
+            Example::RepartitionKeyOrder(x) => Some(&x.key),
             Example::Untyped(v) => v.get("key").and_then(Value::as_str),
             _ => None,
         }
@@ -619,6 +651,7 @@ impl Example {
             Example::PartitionOrder(x) => Some(&x.group),
             Example::TotalOrderPair(x) => Some(&x.group),
             Example::TotalOrderSplit(x) => Some(&x.group),
+            Example::RepartitionKeyOrder(x) => Some(&x.group),
             Example::Untyped(v) => v
                 .get("group")
                 .and_then(Value::as_str)
