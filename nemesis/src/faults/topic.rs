@@ -37,18 +37,18 @@ pub fn tansu_sql(added: u32) -> String {
     format!(
         r"begin;
 create temporary table gauntlet_grown on commit drop as
-  select id, name, partitions as before, partitions + {added} as after
+  select id, name, partitions as old_count, partitions + {added} as new_count
   from topic where not is_internal and name not like '\_%';
 insert into topition (topic, partition)
-  select g.id, p from gauntlet_grown g, generate_series(g.before, g.after - 1) p
+  select g.id, p from gauntlet_grown g, generate_series(g.old_count, g.new_count - 1) p
   on conflict (topic, partition) do nothing;
 insert into watermark (topition)
   select tp.id from topition tp join gauntlet_grown g on tp.topic = g.id
-  where tp.partition >= g.before
+  where tp.partition >= g.old_count
   on conflict (topition) do nothing;
-update topic set partitions = g.after, last_updated = current_timestamp
+update topic set partitions = g.new_count, last_updated = current_timestamp
   from gauntlet_grown g where topic.id = g.id;
-select name, before, after from gauntlet_grown order by name;
+select name, old_count, new_count from gauntlet_grown order by name;
 commit;
 "
     )
@@ -177,7 +177,7 @@ mod tests {
         let sql = tansu_sql(3);
         assert!(sql.starts_with("begin;"));
         assert!(sql.trim_end().ends_with("commit;"));
-        assert!(sql.contains("partitions + 3 as after"));
+        assert!(sql.contains("partitions + 3 as new_count"));
         // The rows tansu's CreateTopics makes for each partition, then the count.
         let topition = sql.find("insert into topition").expect("topition rows");
         let watermark = sql.find("insert into watermark").expect("watermark rows");
