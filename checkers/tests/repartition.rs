@@ -40,19 +40,27 @@ fn straddling(change: &str, p_after: u32) -> String {
     let later_invoke = r#"{"index":6,"time":60,"process":13,"type":"invoke","f":"poll"}
 "#;
     let earlier_invoke = |i: u32| {
-        format!(r#"{{"index":{i},"time":{t},"process":10,"type":"invoke","f":"poll"}}
-"#, t = i * 10)
+        format!(
+            r#"{{"index":{i},"time":{t},"process":10,"type":"invoke","f":"poll"}}
+"#,
+            t = i * 10
+        )
     };
     let earlier_ok = |i: u32| {
-        format!(r#"{{"index":{i},"time":{t},"process":10,"type":"ok","f":"poll","value":[{{"key":"k","value":0,"partition":0,"offset":0}}]}}
-"#, t = i * 10)
+        format!(
+            r#"{{"index":{i},"time":{t},"process":10,"type":"ok","f":"poll","value":[{{"key":"k","value":0,"partition":0,"offset":0}}]}}
+"#,
+            t = i * 10
+        )
     };
     t.push_str(later_invoke);
     t.push_str(&later);
     t.push_str(&earlier_invoke(8));
     t.push_str(&earlier_ok(9));
-    t.push_str(r#"{"index":10,"time":100,"process":"harness","type":"info","f":"phase","value":"drained"}
-"#);
+    t.push_str(
+        r#"{"index":10,"time":100,"process":"harness","type":"info","f":"phase","value":"drained"}
+"#,
+    );
     t
 }
 
@@ -187,7 +195,11 @@ fn generated_histories_have_exactly_the_injected_count() {
             }
             // The consumer of the new partition jumped over the key's earlier messages,
             // which its group had not been given yet: one gap per injected key.
-            assert_eq!(v.count(AnomalyKind::Gap), ex.repartition_key_order, "{cfg:?}");
+            assert_eq!(
+                v.count(AnomalyKind::Gap),
+                ex.repartition_key_order,
+                "{cfg:?}"
+            );
             assert_eq!(v.stats.sends_ok, ex.messages);
             let status = if got > 0 {
                 Status::Violated

@@ -147,8 +147,11 @@ mod tests {
         section(&mut out, &h, &at);
         assert!(out.contains("<h2>Partitions added</h2>") && out.contains("gauntlet from 3 to 5"));
         // No change, no section.
-        let plain = gauntlet_history::read_bytes("y.jsonl", &text[..text.iter().position(|&b| b == b'\n').unwrap_or(0) + 1])
-            .expect("history");
+        let plain = gauntlet_history::read_bytes(
+            "y.jsonl",
+            &text[..text.iter().position(|&b| b == b'\n').unwrap_or(0) + 1],
+        )
+        .expect("history");
         let mut none = String::new();
         section(&mut none, &plain, &at);
         assert!(none.is_empty());

@@ -90,7 +90,12 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
         let o = offsets[p as usize];
         offsets[p as usize] += 1;
         let key = format!("k{k}");
-        w.op(json!(0), "invoke", "send", json!({"key": key, "value": value}));
+        w.op(
+            json!(0),
+            "invoke",
+            "send",
+            json!({"key": key, "value": value}),
+        );
         w.op(
             json!(0),
             "ok",
@@ -154,7 +159,12 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
     };
     let poll_invoke = |w: &mut Writer, msgs: &[(i64, u32, i64)]| {
         let p = msgs.first().map_or(0, |m| m.1);
-        w.op(json!(consumer(p)), "invoke", "poll", serde_json::Value::Null);
+        w.op(
+            json!(consumer(p)),
+            "invoke",
+            "poll",
+            serde_json::Value::Null,
+        );
     };
     // 1. Injected: the later messages first.
     for &k in &injected {

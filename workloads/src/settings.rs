@@ -201,10 +201,7 @@ impl Delivery {
             transactions: self.transactions.unwrap_or(self.mode == Mode::ExactlyOnce),
             persistent: self.persistent.or(self.durable).unwrap_or(safe),
             visibility_timeout: self.visibility_timeout.unwrap_or(5),
-            partitioner: self
-                .partitioner
-                .clone()
-                .unwrap_or_else(|| HASH.to_string()),
+            partitioner: self.partitioner.clone().unwrap_or_else(|| HASH.to_string()),
             metadata_refresh_ms: self.metadata_refresh_ms,
         }
     }

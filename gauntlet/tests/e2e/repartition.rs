@@ -119,7 +119,12 @@ fn o4_kafka_add_partitions_with_pinned_keys_keeps_key_order() {
     );
     // The partitions were added, but no key moved onto them.
     assert_eq!(sent, 0);
-    assert_eq!(count(&r, "repartition-key-order"), 0, "{}", r.verdict["anomalies"]);
+    assert_eq!(
+        count(&r, "repartition-key-order"),
+        0,
+        "{}",
+        r.verdict["anomalies"]
+    );
     assert_eq!(count(&r, "key-order"), 0, "{}", r.verdict["anomalies"]);
     assert_eq!(count(&r, "lost"), 0, "{}", r.verdict["anomalies"]);
     assert_eq!(r.code, 0, "{}", r.verdict);
@@ -131,7 +136,14 @@ fn o4_add_partitions_is_refused_where_no_partition_can_be_added() {
     // Before anything is deployed: a broker without partitions, and tansu's memory build.
     let (code, err) = run_refused(
         "o4-redis",
-        &["--broker", "redis", "--nemesis", "add-partitions", "--time", "5s"],
+        &[
+            "--broker",
+            "redis",
+            "--nemesis",
+            "add-partitions",
+            "--time",
+            "5s",
+        ],
     );
     eprintln!("O4 refused on redis: exit {code}: {}", err.trim());
     assert_eq!(code, 3, "{err}");
@@ -149,7 +161,10 @@ fn o4_add_partitions_is_refused_where_no_partition_can_be_added() {
             "5s",
         ],
     );
-    eprintln!("O4 refused on the memory build: exit {code}: {}", err.trim());
+    eprintln!(
+        "O4 refused on the memory build: exit {code}: {}",
+        err.trim()
+    );
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("tansu-memory"), "{err}");
 }

@@ -1033,7 +1033,8 @@ mod tests {
         let e = s.check_workload(BrokerKind::Redis).expect_err("redis");
         assert!(e.to_string().contains("add-partitions on redis"), "{e}");
         s.broker = BrokerKind::Kafka;
-        s.check_workload(BrokerKind::Kafka).expect("the PostgreSQL cluster");
+        s.check_workload(BrokerKind::Kafka)
+            .expect("the PostgreSQL cluster");
         // The run's clients refresh their metadata every second, unless the scenario says.
         assert_eq!(
             s.run_delivery().metadata_refresh_ms,
@@ -1047,15 +1048,22 @@ mod tests {
         assert!(e.to_string().contains("tansu-memory"), "{e}");
         s.image = None;
         s.delivery.partitioner = Some("sticky".into());
-        let e = s.check_workload(BrokerKind::Kafka).expect_err("partitioner");
+        let e = s
+            .check_workload(BrokerKind::Kafka)
+            .expect_err("partitioner");
         assert!(e.to_string().contains("partitioner = \"sticky\""), "{e}");
         s.delivery.partitioner = Some("pinned".into());
         s.check_workload(BrokerKind::Kafka).expect("pinned");
         // The settings alone, on a broker without partitions.
         let mut r = Scenario::default_scenario();
         r.delivery.partitioner = Some("pinned".into());
-        let e = r.check_workload(BrokerKind::Redis).expect_err("partitioner on redis");
-        assert!(e.to_string().contains("partitioner") && e.to_string().contains("redis"), "{e}");
+        let e = r
+            .check_workload(BrokerKind::Redis)
+            .expect_err("partitioner on redis");
+        assert!(
+            e.to_string().contains("partitioner") && e.to_string().contains("redis"),
+            "{e}"
+        );
         // Without add-partitions nothing changes.
         let plain = Scenario::default_scenario();
         assert_eq!(plain.run_delivery(), plain.delivery);

@@ -938,7 +938,9 @@ impl Fault {
                 ))
             }
             FaultKind::PauseKill(_) => return Err(not_played(kind)),
-            FaultKind::AddPartitions { added } => topic::add_partitions(cluster, kind, added).await?,
+            FaultKind::AddPartitions { added } => {
+                topic::add_partitions(cluster, kind, added).await?
+            }
         })
     }
 

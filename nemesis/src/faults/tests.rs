@@ -390,7 +390,11 @@ fn add_partitions_takes_a_count_and_acts_on_the_topics_as_an_instant() {
     // The default count displays as the bare name; another as its argument.
     assert_eq!(k("add-partitions").to_string(), "add-partitions");
     assert_eq!(k("add-partitions:4").to_string(), "add-partitions:4");
-    for bad in ["add-partitions:0", "add-partitions:65", "add-partitions:many"] {
+    for bad in [
+        "add-partitions:0",
+        "add-partitions:65",
+        "add-partitions:many",
+    ] {
         assert!(FaultKind::from_str(bad).is_err(), "{bad}");
     }
     let spec = k("add-partitions").spec();

@@ -125,7 +125,11 @@ pub async fn add_partitions(
         Some(s) => (s, tansu_script(added), "storage"),
         None => {
             let first = cluster.nodes().into_iter().next().ok_or_else(|| {
-                failed(kind, "-", "the cluster has no broker node to ask for CreatePartitions")
+                failed(
+                    kind,
+                    "-",
+                    "the cluster has no broker node to ask for CreatePartitions",
+                )
             })?;
             (first, official_script(added), "create-partitions")
         }

@@ -488,7 +488,10 @@ mod tests {
         let parts: Vec<i32> = keys.iter().map(|k| pinned_partition(k)).collect();
         assert!(parts.iter().all(|p| (0..PARTITIONS).contains(p)));
         // The same key, the same partition, every time.
-        assert_eq!(parts, keys.iter().map(|k| pinned_partition(k)).collect::<Vec<_>>());
+        assert_eq!(
+            parts,
+            keys.iter().map(|k| pinned_partition(k)).collect::<Vec<_>>()
+        );
         // And the keys are spread over every partition.
         for p in 0..PARTITIONS {
             assert!(parts.contains(&p), "no key on partition {p}");
@@ -505,7 +508,10 @@ mod tests {
         .resolve();
         let e = Kafka::new(&addrs, bad, false).err().expect("refused");
         let text = e.to_string();
-        assert!(text.contains("partitioner") && text.contains("kafka"), "{text}");
+        assert!(
+            text.contains("partitioner") && text.contains("kafka"),
+            "{text}"
+        );
         for ok in ["hash", "pinned"] {
             let d = Delivery {
                 partitioner: Some(ok.into()),
