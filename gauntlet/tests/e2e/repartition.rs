@@ -1,9 +1,11 @@
 //! Seed O4 on the Kafka protocol (the durable cluster: three tansu brokers on
 //! PostgreSQL): partitions added while keys are in flight (`add-partitions`).
-//! With librdkafka's partitioner most keys move to a new partition, read by
-//! another consumer of the group, and the group receives some key's later
-//! message before its earlier one (`repartition-key-order`); with the pinned
-//! partitioner no key moves and key order holds. Both runs replay one schedule:
+//! With librdkafka's partitioner most keys move to another partition; the
+//! consumers lag, so a moved key's earlier messages wait on the old partition
+//! while its later ones are delivered from the new one (by another consumer,
+//! or the drain), and the group receives some key's later message before its
+//! earlier one (`repartition-key-order`); with the pinned partitioner no key
+//! moves and key order holds. Both runs replay one schedule:
 //! the partitions are added 6 s into a 20 s run.
 use crate::common::*;
 use serde_json::Value;
