@@ -26,6 +26,7 @@ mod offsets;
 mod order;
 mod processing;
 mod radix;
+mod repartition;
 mod resets;
 pub mod stats;
 mod table;
@@ -81,7 +82,7 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
             A::PrecommittedRead,
         ],
         Guarantee::ProducerOrder => &[A::ProducerOrder],
-        Guarantee::KeyOrder => &[A::KeyOrder],
+        Guarantee::KeyOrder => &[A::KeyOrder, A::RepartitionKeyOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
         Guarantee::TotalOrder => &[A::TotalOrder],
         Guarantee::ExactlyOnceProcessing => &[A::DuplicateProcessing, A::LostProcessing],
@@ -114,6 +115,7 @@ enum Pass {
     Stats,
     Flow,
     Processing,
+    Repartition,
 }
 
 impl Pass {
@@ -127,6 +129,7 @@ impl Pass {
             Pass::Stats => "stats",
             Pass::Flow => "flow",
             Pass::Processing => "processing",
+            Pass::Repartition => "repartition",
         }
     }
 }
@@ -272,6 +275,18 @@ fn check_passes(
             order::check(h, index, max)
         })
     });
+    // Judged only where the history changed a partition count (`add-partitions`).
+    let repartitioned = repartition::has_change(h);
+    let reord = index.as_ref().filter(|_| repartitioned).and_then(|index| {
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::Repartition,
+            &AnomalyKind::REPARTITION,
+            "",
+            || repartition::check(h, index, max),
+        )
+    });
     let tot = index.as_ref().and_then(|index| {
         run_pass(
             &mut unjudged,
@@ -347,6 +362,12 @@ fn check_passes(
     }
     if let Some(tot) = tot {
         found.push((AnomalyKind::TotalOrder, tot.total_order));
+    }
+    if repartitioned {
+        anomalies.insert(AnomalyKind::RepartitionKeyOrder, Anomaly::default());
+    }
+    if let Some(reord) = reord {
+        found.push((AnomalyKind::RepartitionKeyOrder, reord));
     }
     if let Some(inconsistent) = inconsistent {
         found.push((AnomalyKind::InconsistentOffsets, inconsistent));

@@ -83,7 +83,8 @@ struct KeyState {
     max_del: u32,
 }
 
-fn msg_ref(h: &History, di: u32) -> MessageRef {
+/// The message of delivery `di`, as the order anomalies name it.
+pub(crate) fn msg_ref(h: &History, di: u32) -> MessageRef {
     let d = &h.deliveries[di as usize];
     let poll = &h.polls[d.poll as usize];
     let mut m = MessageRef {

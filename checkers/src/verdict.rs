@@ -257,6 +257,11 @@ pub enum AnomalyKind {
     /// `parked`: a message its consumer held back (the dedup store did not answer and
     /// the policy is fail-closed): information, not an error.
     Parked,
+    /// `repartition-key-order` (extension, present in a verdict only when the history has an
+    /// `add-partitions` nemesis event): keys whose messages, sent on either side of a change
+    /// of the partition count and stored on different partitions, the group (any of its
+    /// consumers) received out of the producer's order.
+    RepartitionKeyOrder,
 }
 
 impl AnomalyKind {
@@ -298,6 +303,9 @@ impl AnomalyKind {
         AnomalyKind::IntSendSkip,
         AnomalyKind::IntNonmonotonicSend,
     ];
+    /// The anomalies of a partition-count change (extension): in the verdict of a
+    /// history with an `add-partitions` nemesis event.
+    pub const REPARTITION: [AnomalyKind; 1] = [AnomalyKind::RepartitionKeyOrder];
     /// The thirteen anomaly types of the contract, in the order reports list them.
     pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::Lost,
@@ -350,13 +358,14 @@ impl AnomalyKind {
             AnomalyKind::DuplicateProcessing => "duplicate-processing",
             AnomalyKind::LostProcessing => "lost-processing",
             AnomalyKind::Parked => "parked",
+            AnomalyKind::RepartitionKeyOrder => "repartition-key-order",
         }
     }
     /// What `count` counts.
     pub fn unit(self) -> &'static str {
         match self {
             AnomalyKind::Gap => "gaps",
-            AnomalyKind::KeyOrder => "keys",
+            AnomalyKind::KeyOrder | AnomalyKind::RepartitionKeyOrder => "keys",
             AnomalyKind::ProducerOrder => "producers",
             AnomalyKind::PartitionOrder => "partitions",
             AnomalyKind::TotalOrder => "message pairs",
@@ -601,13 +610,14 @@ impl Verdict {
         self.guarantees.get(&g).copied().unwrap_or(Status::Unknown)
     }
     /// The anomaly types to show: the thirteen of the contract, then the
-    /// transaction anomalies where the verdict has them.
+    /// transaction anomalies and the partition-count change's where the verdict has them.
     pub fn kinds(&self) -> Vec<AnomalyKind> {
         let mut out = AnomalyKind::ALL.to_vec();
         out.extend(
             AnomalyKind::TXN
                 .iter()
                 .chain(&AnomalyKind::PROCESSING)
+                .chain(AnomalyKind::REPARTITION.iter())
                 .filter(|k| self.anomalies.contains_key(k)),
         );
         out

@@ -151,7 +151,7 @@ struct Open {
 fn needs_held(kind: FaultKind, n: usize) -> (Option<usize>, Hold) {
     let spec = kind.spec();
     match (kind, spec.acts) {
-        (_, Acts::Consumer | Acts::Workload) => (None, Hold::Nothing),
+        (_, Acts::Consumer | Acts::Workload | Acts::Topic) => (None, Hold::Nothing),
         (_, Acts::ClientProxy) => (None, Hold::Proxy),
         (_, Acts::Network | Acts::Sequence) | (FaultKind::OnRole(..), _) => (None, Hold::Every),
         (_, Acts::Nodes) if spec.heal == Heal::FlushNetwork => (None, Hold::Every),

@@ -286,6 +286,16 @@ fn draw_faults(
             r#"<line class="instant" x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}"><title>{}</title></line>"#,
             esc(&label)
         );
+        if e.f == crate::repartition::F {
+            // The moment a partition count changed (seed O4) is named on the plot.
+            let _ = write!(
+                out,
+                r#"<text class="open-end" x="{:.1}" y="{:.1}">{}</text>"#,
+                x + 3.0,
+                top + 10.0,
+                crate::repartition::LABEL
+            );
+        }
     }
 }
 
@@ -319,6 +329,8 @@ pub fn render(h: &History, v: &Verdict, opts: &HtmlOptions<'_>) -> String {
     flow_section(&mut out, h, v, &faults);
     key_plots(&mut out, h, v);
     fault_table(&mut out, h, &faults);
+    let t0 = h.counts.first_time;
+    crate::repartition::section(&mut out, h, &|t| fmt_ns(t.saturating_sub(t0) as f64));
     scenario_section(&mut out, v, &info, opts.scenario_toml);
     stats_section(&mut out, v);
     out.push_str("</main></body></html>\n");

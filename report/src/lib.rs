@@ -27,6 +27,7 @@ pub mod html;
 pub mod index;
 pub mod junit;
 pub mod nemesis;
+pub mod repartition;
 pub mod scenario;
 pub mod sentence;
 pub mod serve;

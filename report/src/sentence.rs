@@ -288,6 +288,24 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
         ),
         Example::Versions(v) => versions(kind, v),
         Example::Processed(p) => processed(kind, p),
+        Example::RepartitionKeyOrder(r) => format!(
+            "message {} of key {} was sent before the add-partitions that completed at op {} and stored on \
+             {}; message {}, sent after it, went to {}; {} received message {} (consumer {}{}) \
+             before message {} (consumer {}{})",
+            r.sent_first.value,
+            key(&r.key),
+            r.change,
+            partition(None, r.old_partition),
+            r.received_first.value,
+            partition(None, r.new_partition),
+            group(&r.group),
+            r.received_first.value,
+            r.received_first_by,
+            msg_at(&r.received_first),
+            r.sent_first.value,
+            r.sent_first_by,
+            msg_at(&r.sent_first)
+        ),
         Example::Untyped(_) => {
             "an example this report cannot put in words (from the verdict of another Gauntlet): \
              see its record"

@@ -107,6 +107,18 @@ pub struct Delivery {
     /// Seconds a received, unacknowledged message stays invisible before it is
     /// delivered again (SQS VisibilityTimeout); 5 when unset.
     pub visibility_timeout: Option<u64>,
+    /// Kafka: how a producer picks a key's partition: `hash` (librdkafka's default,
+    /// the key's hash modulo the partition count of the moment, so a key moves when
+    /// partitions are added) or `pinned` (the key's hash modulo the partition count
+    /// the topic was created with, so each key keeps its partition; seed O4).
+    /// `hash` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitioner: Option<String>,
+    /// Kafka: the clients' `topic.metadata.refresh.interval.ms`, how soon producers
+    /// and consumers see a new partition count; librdkafka's 5 minutes when unset
+    /// (a run with `add-partitions` sets it, `docs/nemesis.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_refresh_ms: Option<u64>,
 }
 
 /// Every setting decided.
@@ -142,6 +154,21 @@ pub struct Resolved {
     /// Seconds a received, unacknowledged message stays invisible before it is
     /// delivered again (SQS VisibilityTimeout).
     pub visibility_timeout: u64,
+    /// Kafka: `hash` or `pinned` (see [`Delivery::partitioner`]).
+    #[serde(skip_serializing_if = "is_hash")]
+    pub partitioner: String,
+    /// Kafka: the clients' metadata refresh interval, where set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_refresh_ms: Option<u64>,
+}
+
+/// The default partitioner's name.
+pub const HASH: &str = "hash";
+/// The partitioner that keeps each key on the partition it had at the topic's creation.
+pub const PINNED: &str = "pinned";
+
+fn is_hash(p: &String) -> bool {
+    p == HASH
 }
 
 impl Delivery {
@@ -174,6 +201,8 @@ impl Delivery {
             transactions: self.transactions.unwrap_or(self.mode == Mode::ExactlyOnce),
             persistent: self.persistent.or(self.durable).unwrap_or(safe),
             visibility_timeout: self.visibility_timeout.unwrap_or(5),
+            partitioner: self.partitioner.clone().unwrap_or_else(|| HASH.to_string()),
+            metadata_refresh_ms: self.metadata_refresh_ms,
         }
     }
 }

@@ -53,6 +53,9 @@ pub enum Example {
     /// `duplicate-processing`, `lost-processing`, `parked`: a message and what its
     /// idempotent consumers did with it (extension, seed D7).
     Processed(super::processing::Processed),
+    /// `repartition-key-order` (extension): two messages of a key, sent on either side of
+    /// a change of the partition count, received by the group out of order.
+    RepartitionKeyOrder(RepartitionKeyOrder),
 }
 
 /// A delivery of a message to a consumer.
@@ -244,6 +247,32 @@ pub struct KeyOrder {
     pub received_first: MessageRef,
     /// The message sent first, received after the other.
     pub sent_first: MessageRef,
+}
+
+/// `repartition-key-order` (extension): a key's messages sent on either side of an
+/// `add-partitions`, on its old and its new partition, received by the group (by
+/// any of its consumers) in the opposite order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepartitionKeyOrder {
+    /// Op index of the `add-partitions` event (its completion) the two sends straddle.
+    pub change: u64,
+    /// The group.
+    pub group: String,
+    /// The key.
+    pub key: String,
+    /// The partition of the message sent second (the key's new partition).
+    pub new_partition: Option<i64>,
+    /// The partition of the message sent first (the key's old partition).
+    pub old_partition: Option<i64>,
+    /// The message the group received first, which was sent after the other.
+    pub received_first: MessageRef,
+    /// The consumer that received it.
+    pub received_first_by: u64,
+    /// The message sent first, which the group received only after the other.
+    pub sent_first: MessageRef,
+    /// The consumer that received it.
+    pub sent_first_by: u64,
 }
 
 /// `producer-order`.
@@ -546,6 +575,7 @@ impl Example {
             Example::Versions(x) => v(x),
             Example::Untyped(x) => x.clone(),
             Example::Processed(x) => v(x),
+            Example::RepartitionKeyOrder(x) => v(x),
         }
     }
 
@@ -594,6 +624,7 @@ impl Example {
             A::DuplicateProcessing | A::LostProcessing | A::Parked => {
                 as_(&json, Example::Processed)
             }
+            A::RepartitionKeyOrder => as_(&json, Example::RepartitionKeyOrder),
         };
         typed.unwrap_or(Example::Untyped(json))
     }
@@ -607,6 +638,7 @@ impl Example {
             Example::Repeated(x) => Some(&x.key),
             Example::Gap(x) => Some(&x.key),
             Example::KeyOrder(x) => Some(&x.key),
+            Example::RepartitionKeyOrder(x) => Some(&x.key),
             Example::Untyped(v) => v.get("key").and_then(Value::as_str),
             _ => None,
         }
@@ -627,6 +659,7 @@ impl Example {
             Example::TotalOrderPair(x) => Some(&x.group),
             Example::TotalOrderSplit(x) => Some(&x.group),
             Example::Processed(x) => Some(&x.group),
+            Example::RepartitionKeyOrder(x) => Some(&x.group),
             Example::Untyped(v) => v
                 .get("group")
                 .and_then(Value::as_str)

@@ -103,7 +103,8 @@ fn nemesis_help() -> String {
     format!(
         "Faults, comma-separated: {} (ROLE: {}; COUNT: {}, nodes drawn by the schedule; \
          CRASH: {}). Through the client proxy: {}; \
-         netem needs sch_netem; crash-producer only with --workload txn. \
+         netem needs sch_netem; crash-producer only with --workload txn; \
+         add-partitions[:N] only on the Kafka protocol (not tansu's memory build). \
          See docs/nemesis.md. `none` for no fault. Without this flag, the default run \
          (Redis, queue, at-least-once) kills consumers before their ack and restarts the \
          primary mid-batch; with another --broker, --workload, --mode or --replay, no fault.",

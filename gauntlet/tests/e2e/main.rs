@@ -20,6 +20,7 @@ mod log;
 mod matrix;
 mod network;
 mod process;
+mod repartition;
 mod several;
 mod ssh;
 mod txn;

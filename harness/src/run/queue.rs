@@ -29,7 +29,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         ..
     } = *ctx;
     let time = scenario.duration()?;
-    let settings = scenario.delivery.resolve();
+    let settings = scenario.run_delivery().resolve();
     // Faults the deployment cannot do are refused here, before the history exists
     // and before any op.
     let (schedule, netem) = prepare_schedule(ctx, scenario).await?;
@@ -73,7 +73,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         exe: exe.to_path_buf(),
         broker: kind,
         addrs: addrs.clone(),
-        delivery: scenario.delivery.clone(),
+        delivery: scenario.run_delivery(),
         cfg: scenario.queue.clone(),
         workload: scenario.workload,
         log: scenario.log.clone(),

@@ -532,6 +532,87 @@ impl Scenario {
                 self.broker
             )));
         }
+        self.check_partitions(kind)
+    }
+}
+
+/// Metadata refresh interval of the Kafka clients of a run that adds partitions,
+/// when its `[delivery]` names none: producers and consumers see the new count
+/// within a second or two (seed O4, `docs/nemesis.md`, "add-partitions").
+pub const REPARTITION_REFRESH_MS: u64 = 1000;
+
+/// Partitions added during a run (seed O4).
+impl Scenario {
+    /// Whether the nemesis adds partitions (`add-partitions`).
+    pub fn adds_partitions(&self) -> bool {
+        self.nemesis
+            .iter()
+            .any(|f| matches!(f, FaultKind::AddPartitions { .. }))
+    }
+
+    /// The `[delivery]` the run's clients use: the scenario's, with the Kafka
+    /// clients' metadata refresh at [`REPARTITION_REFRESH_MS`] when the nemesis
+    /// adds partitions and the scenario sets no `metadata-refresh-ms`.
+    pub fn run_delivery(&self) -> Delivery {
+        let mut d = self.delivery.clone();
+        if self.adds_partitions() && self.broker == BrokerKind::Kafka {
+            d.metadata_refresh_ms.get_or_insert(REPARTITION_REFRESH_MS);
+        }
+        d
+    }
+
+    /// The partition settings and `add-partitions` are the Kafka protocol's, and
+    /// not of tansu's memory build.
+    fn check_partitions(&self, kind: BrokerKind) -> Result<(), HarnessError> {
+        let broker = &self.broker;
+        let refuse = |what: String| Err(HarnessError::Scenario(what));
+        if kind != BrokerKind::Kafka {
+            if let Some(p) = &self.delivery.partitioner {
+                return refuse(format!(
+                    "[delivery] partitioner = {p:?}: {broker} has no partitions to pick; \
+                     only the Kafka protocol honours it"
+                ));
+            }
+            if let Some(ms) = self.delivery.metadata_refresh_ms {
+                return refuse(format!(
+                    "[delivery] metadata-refresh-ms = {ms}: {broker} has no topic metadata \
+                     to refresh; only the Kafka protocol honours it"
+                ));
+            }
+            if self.adds_partitions() {
+                return refuse(format!(
+                    "add-partitions on {broker}: only a Kafka-protocol broker has partitions to add"
+                ));
+            }
+            return Ok(());
+        }
+        if let Some(p) = &self.delivery.partitioner {
+            if !matches!(
+                p.as_str(),
+                gauntlet_workloads::settings::HASH | gauntlet_workloads::settings::PINNED
+            ) {
+                return refuse(format!(
+                    "[delivery] partitioner = {p:?}: {broker} takes \"hash\" (librdkafka's \
+                     default) or \"pinned\""
+                ));
+            }
+        }
+        if self.adds_partitions() {
+            if let Some(image) = self.image.as_deref().filter(|i| i.contains("tansu-memory")) {
+                return refuse(format!(
+                    "add-partitions on {broker} with image {image}: tansu has no \
+                     CreatePartitions, and its memory build keeps partition counts where \
+                     nothing else can change them; use the PostgreSQL cluster (the default \
+                     image) or an official image (apache/kafka, Redpanda)"
+                ));
+            }
+            if self.workload == Workload::Txn {
+                return refuse(format!(
+                    "add-partitions on {broker}: the txn workload's topics are not the \
+                     queue's; add-partitions runs with the queue or log workload"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -1019,5 +1100,49 @@ mod tests {
             Scenario::from_toml(&d.to_toml()).map(|x| x.broker).ok(),
             Some(BrokerKind::Redis)
         );
+    }
+
+    #[test]
+    fn add_partitions_and_the_partitioner_are_refused_where_a_broker_cannot_honour_them() {
+        let mut s = Scenario::default_scenario();
+        s.nemesis = vec![FaultKind::from_str("add-partitions:2").expect("fault")];
+        // Not a Kafka-protocol broker: refused, naming the fault and the broker.
+        let e = s.check_workload(BrokerKind::Redis).expect_err("redis");
+        assert!(e.to_string().contains("add-partitions on redis"), "{e}");
+        s.broker = BrokerKind::Kafka;
+        s.check_workload(BrokerKind::Kafka)
+            .expect("the PostgreSQL cluster");
+        // The run's clients refresh their metadata every second, unless the scenario says.
+        assert_eq!(
+            s.run_delivery().metadata_refresh_ms,
+            Some(REPARTITION_REFRESH_MS)
+        );
+        s.delivery.metadata_refresh_ms = Some(250);
+        assert_eq!(s.run_delivery().metadata_refresh_ms, Some(250));
+        // tansu's memory build: refused, naming the image.
+        s.image = Some("gauntlet/kafka:tansu-memory-0.6.0-510f3e2".into());
+        let e = s.check_workload(BrokerKind::Kafka).expect_err("memory");
+        assert!(e.to_string().contains("tansu-memory"), "{e}");
+        s.image = None;
+        s.delivery.partitioner = Some("sticky".into());
+        let e = s
+            .check_workload(BrokerKind::Kafka)
+            .expect_err("partitioner");
+        assert!(e.to_string().contains("partitioner = \"sticky\""), "{e}");
+        s.delivery.partitioner = Some("pinned".into());
+        s.check_workload(BrokerKind::Kafka).expect("pinned");
+        // The settings alone, on a broker without partitions.
+        let mut r = Scenario::default_scenario();
+        r.delivery.partitioner = Some("pinned".into());
+        let e = r
+            .check_workload(BrokerKind::Redis)
+            .expect_err("partitioner on redis");
+        assert!(
+            e.to_string().contains("partitioner") && e.to_string().contains("redis"),
+            "{e}"
+        );
+        // Without add-partitions nothing changes.
+        let plain = Scenario::default_scenario();
+        assert_eq!(plain.run_delivery(), plain.delivery);
     }
 }

@@ -1060,3 +1060,54 @@ async fn a_storage_node_that_does_not_come_back_is_a_problem_and_the_brokers_are
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn add_partitions_runs_on_the_storage_node_or_the_first_broker_and_records_its_outcome() {
+    for (d, node, marker) in [
+        (
+            FakeDeployment::new(BrokerKind::Kafka, 3).with_storage(),
+            "storage",
+            "GAUNTLET_SQL",
+        ),
+        (
+            FakeDeployment::new(BrokerKind::Kafka, 3),
+            "n1",
+            "kafka-topics.sh",
+        ),
+    ] {
+        let dir = temp(&format!("addparts-{node}"));
+        let history = dir.join("history.jsonl");
+        let recorder = Recorder::create(&history).expect("recorder");
+        let schedule = Schedule {
+            seed: 1,
+            faults: vec![sf(0, 0, "add-partitions:3", &["n2"])],
+        };
+        let c = cluster(&d, Pool::default(), false);
+        super::nemesis::run_schedule(
+            &schedule,
+            &c,
+            &recorder,
+            Instant::now(),
+            &EventSink::discard(),
+        )
+        .await;
+        // One command, on the node the fault picks (not the one the schedule drew).
+        let calls = d.calls();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(
+            calls[0].starts_with(&format!("exec {node} ")) && calls[0].contains(marker),
+            "{calls:?}"
+        );
+        // The fake prints no topic: the start fails, recorded with the reason; an
+        // instant, so no end events.
+        let evs = events(&history);
+        assert_eq!(evs.len(), 2, "{evs:?}");
+        assert_eq!(evs[0]["f"], "add-partitions");
+        assert_eq!(evs[0]["value"]["instant"], true);
+        assert!(evs[0]["value"].get("node").is_none(), "{evs:?}");
+        let error = evs[1]["value"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("no topic to add partitions to"), "{error}");
+        assert_eq!(evs[1]["value"]["end"], true);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -22,6 +22,7 @@ pub mod disk;
 pub mod link;
 pub mod node;
 pub mod partition;
+pub mod topic;
 
 pub use consumer::KillConsumerAt;
 pub use disk::Corruption;
@@ -87,6 +88,12 @@ pub enum FaultKind {
     /// A transformer of the txn workload destroys its client in the middle of
     /// 20% of its transactions; the workload does it, never the schedule.
     CrashProducer,
+    /// Add partitions to every topic of the run while the workload runs (seed O4;
+    /// [`topic`]): in tansu's PostgreSQL storage, or by the broker's CreatePartitions.
+    AddPartitions {
+        /// How many partitions each topic gets more ([`topic::DEFAULT_ADDED`] unless named).
+        added: u32,
+    },
 }
 
 /// What a fault needs from a deployment. A run refuses a fault whose needs the
@@ -174,6 +181,9 @@ pub enum Acts {
     /// A named sequence of other faults, which the schedule generator expands
     /// into them on named nodes (`pause-kill`): never played itself.
     Sequence,
+    /// On the run's topics (`add-partitions`): in the storage node, or through
+    /// the first broker node's own tool; the fault picks the node, not the schedule.
+    Topic,
 }
 
 /// One fault's specification: everything about it but its body.
@@ -540,9 +550,29 @@ static CRASH_PRODUCER: FaultSpec = FaultSpec {
     plan: "done by the txn workload's transformers (20% of their transactions); never scheduled",
 };
 
+static ADD_PARTITIONS: FaultSpec = FaultSpec {
+    name: "add-partitions",
+    syntax: "add-partitions[:N]",
+    aliases: &[],
+    parse: |a| {
+        num(a, topic::DEFAULT_ADDED)
+            .filter(|n| (1..=topic::MAX_ADDED).contains(n))
+            .map(|added| FaultKind::AddPartitions { added })
+    },
+    // Which brokers can take it is the scenario's check (`Scenario::check_workload`):
+    // the Kafka protocol, not tansu's memory build.
+    needs: NOTHING,
+    history: ("add-partitions", "add-partitions-end"),
+    ends: Ends::Itself,
+    heal: Heal::Nothing,
+    acts: Acts::Topic,
+    plan: "adds partitions to the run's topics: in tansu's PostgreSQL storage (the storage \
+           node), or by CreatePartitions on the first broker node",
+};
+
 /// The table: every fault's specification, in the order the unknown-fault
 /// error lists their syntax. Parsing tries the entries in this order.
-pub static FAULTS: [&FaultSpec; 21] = [
+pub static FAULTS: [&FaultSpec; 22] = [
     &KILL_CONSUMER,
     &KILL_BROKER,
     &RESTART_BROKER,
@@ -564,6 +594,7 @@ pub static FAULTS: [&FaultSpec; 21] = [
     &WIPE,
     &PAUSE_KILL,
     &CRASH_PRODUCER,
+    &ADD_PARTITIONS,
 ];
 
 /// Every fault's syntax, as `--nemesis` takes it (the error of an unknown name lists them).
@@ -603,6 +634,7 @@ impl FaultKind {
             FaultKind::Wipe => &WIPE,
             FaultKind::PauseKill(_) => &PAUSE_KILL,
             FaultKind::CrashProducer => &CRASH_PRODUCER,
+            FaultKind::AddPartitions { .. } => &ADD_PARTITIONS,
         }
     }
 
@@ -653,6 +685,8 @@ impl FaultKind {
             FaultKind::OnNodes(_, spread) => spread.name().into(),
             FaultKind::PauseKill(NodeFault::Kill) => return None,
             FaultKind::PauseKill(crash) => crash.on_node().to_string(),
+            FaultKind::AddPartitions { added } if added == topic::DEFAULT_ADDED => return None,
+            FaultKind::AddPartitions { added } => added.to_string(),
         })
     }
 }
@@ -781,7 +815,7 @@ impl Fault {
             return Ok((Fault { kind, targets }, value));
         }
         match kind.spec().acts {
-            Acts::Consumer | Acts::Network | Acts::Workload => {
+            Acts::Consumer | Acts::Network | Acts::Workload | Acts::Topic => {
                 let value = Fault::start_on(kind, cluster, "", pick).await?;
                 return Ok((
                     Fault {
@@ -906,6 +940,9 @@ impl Fault {
                 ))
             }
             FaultKind::PauseKill(_) => return Err(not_played(kind)),
+            FaultKind::AddPartitions { added } => {
+                topic::add_partitions(cluster, kind, added).await?
+            }
         })
     }
 

@@ -376,3 +376,36 @@ fn pause_kill_is_a_sequence_of_a_pause_and_a_crash() {
         "{e}"
     );
 }
+
+#[test]
+fn add_partitions_takes_a_count_and_acts_on_the_topics_as_an_instant() {
+    let k = |s: &str| FaultKind::from_str(s).expect(s);
+    assert_eq!(
+        k("add-partitions"),
+        FaultKind::AddPartitions {
+            added: topic::DEFAULT_ADDED
+        }
+    );
+    assert_eq!(k("add-partitions:4"), FaultKind::AddPartitions { added: 4 });
+    // The default count displays as the bare name; another as its argument.
+    assert_eq!(k("add-partitions").to_string(), "add-partitions");
+    assert_eq!(k("add-partitions:4").to_string(), "add-partitions:4");
+    for bad in [
+        "add-partitions:0",
+        "add-partitions:65",
+        "add-partitions:many",
+    ] {
+        assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+    }
+    let spec = k("add-partitions").spec();
+    assert!(spec.instant());
+    assert_eq!(spec.acts, Acts::Topic);
+    assert_eq!(spec.heal, Heal::Nothing);
+    assert_eq!(spec.needs, NOTHING);
+    assert!(!spec.plan.is_empty());
+    assert_eq!(
+        history_names(k("add-partitions:3")),
+        ("add-partitions", "add-partitions-end")
+    );
+    assert!(syntax().contains(&"add-partitions[:N]"));
+}

@@ -5,6 +5,12 @@
 //! - Producer: `acks`, `retries`, `enable.idempotence` and
 //!   `max.in.flight.requests.per.connection` straight from the settings; the
 //!   delivery report's partition and offset are recorded (`acks=0` gives no offset).
+//!   `partitioner = "pinned"` sends each key to [`pinned_partition`] (its hash modulo
+//!   [`PARTITIONS`], the count the topic is created with), so a key keeps its
+//!   partition when partitions are added (seed O4); `hash`, the default, leaves
+//!   it to librdkafka (`consistent_random`: the key's hash modulo the count of
+//!   the moment). `metadata_refresh_ms` sets producers' and consumers'
+//!   `topic.metadata.refresh.interval.ms`.
 //! - Consumer, manual ack: `enable.auto.commit=false`, and `ack` commits, per
 //!   partition, the highest acknowledged offset + 1 (synchronously).
 //! - Consumer, auto ack: `enable.auto.commit=true`; the commit may run ahead of
@@ -72,6 +78,18 @@ impl Kafka {
                 ),
             });
         }
+        if !matches!(
+            settings.partitioner.as_str(),
+            crate::settings::HASH | crate::settings::PINNED
+        ) {
+            return Err(ClientError::Setup {
+                broker: "kafka",
+                reason: format!(
+                    "partitioner = {:?}: expected \"hash\" or \"pinned\"",
+                    settings.partitioner
+                ),
+            });
+        }
         if settings.idempotence && !matches!(settings.acks.as_str(), "all" | "-1") {
             return Err(ClientError::Setup {
                 broker: "kafka",
@@ -90,6 +108,10 @@ impl Kafka {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.bootstrap)
             .set("socket.timeout.ms", "10000");
+        if let Some(ms) = self.settings.metadata_refresh_ms {
+            // How soon a client sees partitions added during the run (seed O4).
+            c.set("topic.metadata.refresh.interval.ms", ms.max(1).to_string());
+        }
         c
     }
 
@@ -163,7 +185,10 @@ impl Driver for Kafka {
             // Send each message as it comes: the workload paces sends one at a time.
             .set("linger.ms", "0");
         let producer: FutureProducer = c.create().map_err(|e| self.create_err(e))?;
-        Ok(Box::new(KafkaProducer { producer }))
+        Ok(Box::new(KafkaProducer {
+            producer,
+            pinned: s.partitioner == crate::settings::PINNED,
+        }))
     }
 
     async fn consumer(&self, group: &str, _process: u64) -> Result<Box<dyn Consumer>, ClientError> {
@@ -249,13 +274,37 @@ pub(crate) fn classify<T>(e: &KafkaError) -> Outcome<T> {
 
 struct KafkaProducer {
     producer: FutureProducer,
+    /// Each key to [`pinned_partition`] instead of librdkafka's partitioner.
+    pinned: bool,
+}
+
+/// The partition `partitioner = "pinned"` sends `key` to: its FNV-1a hash modulo
+/// [`PARTITIONS`], the count the topic is created with, whatever the count is now.
+pub fn pinned_partition(key: &str) -> i32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in key.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    (h % PARTITIONS as u32) as i32
+}
+
+impl KafkaProducer {
+    fn record<'a>(&self, key: &'a str, payload: &'a [u8]) -> FutureRecord<'a, str, [u8]> {
+        let record = FutureRecord::to(TOPIC).key(key).payload(payload);
+        if self.pinned {
+            record.partition(pinned_partition(key))
+        } else {
+            record
+        }
+    }
 }
 
 #[async_trait]
 impl Producer for KafkaProducer {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
         let payload = body(key, value);
-        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        let record = self.record(key, &payload);
         // The queue timeout: how long to wait for room in librdkafka's queue.
         match self.producer.send(record, Duration::from_secs(5)).await {
             Ok(d) => Outcome::Ok(stored(&d)),
@@ -265,7 +314,7 @@ impl Producer for KafkaProducer {
 
     async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
         let payload = body(key, value);
-        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        let record = self.record(key, &payload);
         // `send_result` puts the record in librdkafka's queue now, so sends enter the
         // client in the order they were invoked; librdkafka then keeps up to
         // `max.in.flight` requests per connection under way.
@@ -426,4 +475,50 @@ where
             .unwrap_or(low);
         next >= high
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Delivery;
+
+    #[test]
+    fn a_pinned_key_keeps_one_partition_among_those_the_topic_was_created_with() {
+        let keys: Vec<String> = (0..64).map(|i| format!("k{i}")).collect();
+        let parts: Vec<i32> = keys.iter().map(|k| pinned_partition(k)).collect();
+        assert!(parts.iter().all(|p| (0..PARTITIONS).contains(p)));
+        // The same key, the same partition, every time.
+        assert_eq!(
+            parts,
+            keys.iter().map(|k| pinned_partition(k)).collect::<Vec<_>>()
+        );
+        // And the keys are spread over every partition.
+        for p in 0..PARTITIONS {
+            assert!(parts.contains(&p), "no key on partition {p}");
+        }
+    }
+
+    #[test]
+    fn a_partitioner_it_does_not_know_is_refused_naming_the_setting() {
+        let addrs = vec!["127.0.0.1:9092".to_string()];
+        let bad = Delivery {
+            partitioner: Some("sticky".into()),
+            ..Default::default()
+        }
+        .resolve();
+        let e = Kafka::new(&addrs, bad, false).err().expect("refused");
+        let text = e.to_string();
+        assert!(
+            text.contains("partitioner") && text.contains("kafka"),
+            "{text}"
+        );
+        for ok in ["hash", "pinned"] {
+            let d = Delivery {
+                partitioner: Some(ok.into()),
+                metadata_refresh_ms: Some(1000),
+                ..Default::default()
+            };
+            assert!(Kafka::new(&addrs, d.resolve(), false).is_ok(), "{ok}");
+        }
+    }
 }
