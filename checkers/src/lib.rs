@@ -28,6 +28,7 @@ mod resets;
 pub mod stats;
 mod table;
 mod total;
+pub mod twohop;
 pub mod txn;
 pub mod verdict;
 
@@ -64,8 +65,8 @@ impl Default for CheckOptions {
 pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
     use AnomalyKind as A;
     match g {
-        Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite],
-        Guarantee::AtLeastOnce => &[A::Lost],
+        Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite, A::TwoHopDuplicate],
+        Guarantee::AtLeastOnce => &[A::Lost, A::TwoHopLost],
         Guarantee::ExactlyOnce => &[
             A::Redelivered,
             A::DuplicateWrite,
@@ -77,9 +78,11 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
             A::GSingle,
             A::G2,
             A::PrecommittedRead,
+            A::TwoHopLost,
+            A::TwoHopDuplicate,
         ],
         Guarantee::ProducerOrder => &[A::ProducerOrder],
-        Guarantee::KeyOrder => &[A::KeyOrder],
+        Guarantee::KeyOrder => &[A::KeyOrder, A::TwoHopOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
         Guarantee::TotalOrder => &[A::TotalOrder],
     }
@@ -109,6 +112,7 @@ enum Pass {
     Total,
     Offsets,
     Stats,
+    TwoHop,
 }
 
 impl Pass {
@@ -120,6 +124,7 @@ impl Pass {
             Pass::Total => "total-order",
             Pass::Offsets => "offsets",
             Pass::Stats => "stats",
+            Pass::TwoHop => "two-hop",
         }
     }
 }
@@ -275,6 +280,18 @@ fn check_passes(
             || offsets::check(h, &index.written, max),
         )
     });
+    let two_hop = if twohop::applies(h) {
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::TwoHop,
+            &AnomalyKind::TWO_HOP,
+            "",
+            || twohop::check(h, max),
+        )
+    } else {
+        None
+    };
     let (groups, delivered_distinct) = match (&index, &del) {
         (Some(index), Some(del)) => (
             index.groups.len(),
@@ -335,6 +352,19 @@ fn check_passes(
     }
     for (kind, found) in found {
         anomalies.insert(kind, found.into_anomaly());
+    }
+    if let Some(t) = two_hop {
+        for (kind, found) in [
+            (AnomalyKind::TwoHopLost, t.lost),
+            (AnomalyKind::TwoHopDuplicate, t.duplicate),
+            (AnomalyKind::TwoHopOrder, t.order),
+        ] {
+            anomalies.insert(kind, found.into_anomaly());
+        }
+    } else if twohop::applies(h) {
+        for kind in AnomalyKind::TWO_HOP {
+            anomalies.insert(kind, Anomaly::default());
+        }
     }
     let mut txn_unknown = false;
     if let Some(t) = txn_found {

@@ -235,6 +235,16 @@ pub enum AnomalyKind {
     /// `int-nonmonotonic-send`: within one op, a send lands at or before the previous send to
     /// the same partition.
     IntNonmonotonicSend,
+    // Two-hop anomalies (extension, `docs/twohop.md`): present in a verdict only when
+    // the history has sends that name their `input`.
+    /// `two-hop-lost`: an input that was written and reached no consumer through the
+    /// pipeline, after a `drained` marker.
+    TwoHopLost,
+    /// `two-hop-duplicate`: an input with two or more outputs written.
+    TwoHopDuplicate,
+    /// `two-hop-order`: outputs a consumer received before the output of an input
+    /// sent earlier by the same producer with the same key.
+    TwoHopOrder,
 }
 
 impl AnomalyKind {
@@ -268,6 +278,13 @@ impl AnomalyKind {
         AnomalyKind::IntNonmonotonicPoll,
         AnomalyKind::IntSendSkip,
         AnomalyKind::IntNonmonotonicSend,
+    ];
+    /// The two-hop pipeline's anomalies (extension, `docs/twohop.md`), in the order
+    /// reports list them: in the verdict of a history with outputs only.
+    pub const TWO_HOP: [AnomalyKind; 3] = [
+        AnomalyKind::TwoHopLost,
+        AnomalyKind::TwoHopDuplicate,
+        AnomalyKind::TwoHopOrder,
     ];
     /// The thirteen anomaly types of the contract, in the order reports list them.
     pub const ALL: [AnomalyKind; 13] = [
@@ -318,6 +335,9 @@ impl AnomalyKind {
             AnomalyKind::IntNonmonotonicPoll => "int-nonmonotonic-poll",
             AnomalyKind::IntSendSkip => "int-send-skip",
             AnomalyKind::IntNonmonotonicSend => "int-nonmonotonic-send",
+            AnomalyKind::TwoHopLost => "two-hop-lost",
+            AnomalyKind::TwoHopDuplicate => "two-hop-duplicate",
+            AnomalyKind::TwoHopOrder => "two-hop-order",
         }
     }
     /// What `count` counts.

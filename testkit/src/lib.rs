@@ -4,6 +4,8 @@
 //! - [`queue_gen`]: histories of sends and polls with anomalies injected at known
 //!   places, and the [`Expected`](queue_gen::Expected) count of each;
 //! - [`txn_gen`]: transactional histories, strict serializable by construction;
+//! - [`twohop_gen`]: two-hop pipeline histories with lost, duplicated and
+//!   reordered outputs injected, and their exact counts;
 //! - [`mutator`]: the byte mutator that makes valid histories hostile ([`mutate`]).
 //!
 //! All of them are deterministic in their seed, through the workspace's one PRNG,
@@ -14,6 +16,7 @@
 #![warn(missing_docs)]
 pub mod mutator;
 pub mod queue_gen;
+pub mod twohop_gen;
 pub mod txn_gen;
 
 pub use gauntlet_history::rng::Rng;

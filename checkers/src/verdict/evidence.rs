@@ -50,6 +50,12 @@ pub enum Example {
     Versions(Versions),
     /// An example this Gauntlet cannot type (read from another one's verdict), as it was.
     Untyped(Value),
+    /// `two-hop-lost`: an input that reached no consumer, and where it left the pipeline.
+    TwoHopLost(crate::twohop::TwoHopLost),
+    /// `two-hop-duplicate`: an input and its outputs.
+    TwoHopDuplicate(crate::twohop::TwoHopDuplicate),
+    /// `two-hop-order`: F2 received before F1, and where the order broke.
+    TwoHopOrder(crate::twohop::TwoHopOrder),
 }
 
 /// A delivery of a message to a consumer.
@@ -542,6 +548,9 @@ impl Example {
             Example::Precommitted(x) => v(x),
             Example::Versions(x) => v(x),
             Example::Untyped(x) => x.clone(),
+            Example::TwoHopLost(x) => v(x),
+            Example::TwoHopDuplicate(x) => v(x),
+            Example::TwoHopOrder(x) => v(x),
         }
     }
 
@@ -587,6 +596,9 @@ impl Example {
             | A::IntNonmonotonicPoll
             | A::IntSendSkip
             | A::IntNonmonotonicSend => as_(&json, Example::Versions),
+            A::TwoHopLost => as_(&json, Example::TwoHopLost),
+            A::TwoHopDuplicate => as_(&json, Example::TwoHopDuplicate),
+            A::TwoHopOrder => as_(&json, Example::TwoHopOrder),
         };
         typed.unwrap_or(Example::Untyped(json))
     }
@@ -600,6 +612,9 @@ impl Example {
             Example::Repeated(x) => Some(&x.key),
             Example::Gap(x) => Some(&x.key),
             Example::KeyOrder(x) => Some(&x.key),
+            Example::TwoHopLost(x) => Some(&x.key),
+            Example::TwoHopDuplicate(x) => Some(&x.key),
+            Example::TwoHopOrder(x) => Some(&x.key),
             Example::Untyped(v) => v.get("key").and_then(Value::as_str),
             _ => None,
         }
