@@ -31,7 +31,8 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const TOPIC: &str = "gauntlet";
+/// The topic every workload but the two-hop one's second hop uses.
+pub const TOPIC: &str = "gauntlet";
 /// Partitions of the topic.
 pub const PARTITIONS: i32 = 3;
 /// How long a drain consumer waits for its assignment and the end of its partitions.
@@ -50,6 +51,8 @@ pub struct Kafka {
     /// A drain driver: its consumers assign themselves every partition at the group's
     /// committed offsets and read to the high watermarks (see the module docs).
     pub drain: bool,
+    /// The topic: [`TOPIC`] unless set ([`Kafka::with_topic`]).
+    pub topic: String,
 }
 
 impl Kafka {
@@ -83,7 +86,14 @@ impl Kafka {
             settings,
             replication: addrs.len().clamp(1, 3) as i32,
             drain,
+            topic: TOPIC.to_string(),
         })
+    }
+
+    /// The same driver on topic `name` (the two-hop workload's second hop).
+    pub fn with_topic(mut self, name: &str) -> Self {
+        self.topic = name.to_string();
+        self
     }
 
     fn config(&self) -> ClientConfig {
@@ -141,7 +151,7 @@ impl Driver for Kafka {
     async fn setup(&self, _groups: &[String]) -> Result<(), ClientError> {
         let admin: AdminClient<DefaultClientContext> =
             self.config().create().map_err(|e| self.create_err(e))?;
-        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(self.replication));
+        let topic = NewTopic::new(&self.topic, PARTITIONS, TopicReplication::Fixed(self.replication));
         // Groups need no declaration: they come into being when a member joins.
         create_topic(&admin, &topic).await
     }
@@ -163,7 +173,10 @@ impl Driver for Kafka {
             // Send each message as it comes: the workload paces sends one at a time.
             .set("linger.ms", "0");
         let producer: FutureProducer = c.create().map_err(|e| self.create_err(e))?;
-        Ok(Box::new(KafkaProducer { producer }))
+        Ok(Box::new(KafkaProducer {
+            producer,
+            topic: self.topic.clone(),
+        }))
     }
 
     async fn consumer(&self, group: &str, _process: u64) -> Result<Box<dyn Consumer>, ClientError> {
@@ -187,30 +200,31 @@ impl Driver for Kafka {
             // over: tansu never assigned partitions to a member joining after the others
             // had left (measured: nothing within 30 s).
             let meta = consumer
-                .fetch_metadata(Some(TOPIC), Duration::from_secs(10))
+                .fetch_metadata(Some(&self.topic), Duration::from_secs(10))
                 .map_err(|e| setup_err("metadata", e))?;
             let partitions = meta
                 .topics()
                 .iter()
-                .find(|t| t.name() == TOPIC)
+                .find(|t| t.name() == self.topic)
                 .map(|t| t.partitions().len() as i32)
                 .filter(|n| *n > 0)
                 .unwrap_or(PARTITIONS);
             let mut tpl = TopicPartitionList::new();
             for p in 0..partitions {
-                tpl.add_partition_offset(TOPIC, p, Offset::Stored)
+                tpl.add_partition_offset(&self.topic, p, Offset::Stored)
                     .map_err(|e| setup_err("assign", e))?;
             }
             consumer.assign(&tpl).map_err(|e| setup_err("assign", e))?;
         } else {
             consumer
-                .subscribe(&[TOPIC])
+                .subscribe(&[self.topic.as_str()])
                 .map_err(|e| setup_err("subscribe", e))?;
         }
         Ok(Box::new(KafkaConsumer {
             consumer,
             manual_ack: manual,
             drain: self.drain,
+            topic: self.topic.clone(),
         }))
     }
 }
@@ -249,13 +263,14 @@ pub(crate) fn classify<T>(e: &KafkaError) -> Outcome<T> {
 
 struct KafkaProducer {
     producer: FutureProducer,
+    topic: String,
 }
 
 #[async_trait]
 impl Producer for KafkaProducer {
     async fn send(&mut self, key: &str, value: i64) -> Outcome<Stored> {
         let payload = body(key, value);
-        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        let record = FutureRecord::to(&self.topic).key(key).payload(&payload);
         // The queue timeout: how long to wait for room in librdkafka's queue.
         match self.producer.send(record, Duration::from_secs(5)).await {
             Ok(d) => Outcome::Ok(stored(&d)),
@@ -265,7 +280,7 @@ impl Producer for KafkaProducer {
 
     async fn enqueue(&mut self, key: &str, value: i64) -> Option<crate::client::PendingSend> {
         let payload = body(key, value);
-        let record = FutureRecord::to(TOPIC).key(key).payload(&payload);
+        let record = FutureRecord::to(&self.topic).key(key).payload(&payload);
         // `send_result` puts the record in librdkafka's queue now, so sends enter the
         // client in the order they were invoked; librdkafka then keeps up to
         // `max.in.flight` requests per connection under way.
@@ -300,6 +315,7 @@ struct KafkaConsumer {
     consumer: StreamConsumer,
     manual_ack: bool,
     drain: bool,
+    topic: String,
 }
 
 impl KafkaConsumer {
@@ -342,7 +358,7 @@ impl KafkaConsumer {
 
     /// Whether this member has partitions and has read every one to its end.
     fn at_end(&self) -> bool {
-        read_to_end(&self.consumer, TOPIC)
+        read_to_end(&self.consumer, &self.topic)
     }
 }
 
@@ -378,7 +394,7 @@ impl Consumer for KafkaConsumer {
             let Ok(p) = i32::try_from(*p) else {
                 return Outcome::Fail(format!("partition {p} out of range"));
             };
-            if let Err(e) = tpl.add_partition_offset(TOPIC, p, Offset::Offset(*o)) {
+            if let Err(e) = tpl.add_partition_offset(&self.topic, p, Offset::Offset(*o)) {
                 return Outcome::Fail(format!("offset {o} of partition {p}: {e}"));
             }
         }
