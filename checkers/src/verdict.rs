@@ -585,11 +585,16 @@ impl Verdict {
         self.guarantees.get(&g).copied().unwrap_or(Status::Unknown)
     }
     /// The anomaly types to show: the thirteen of the contract, then the
-    /// transaction anomalies where the verdict has them.
+    /// transaction and two-hop anomalies where the verdict has them.
     pub fn kinds(&self) -> Vec<AnomalyKind> {
         let mut out = AnomalyKind::ALL.to_vec();
         out.extend(
             AnomalyKind::TXN
+                .iter()
+                .filter(|k| self.anomalies.contains_key(k)),
+        );
+        out.extend(
+            AnomalyKind::TWO_HOP
                 .iter()
                 .filter(|k| self.anomalies.contains_key(k)),
         );

@@ -60,6 +60,10 @@ pub struct TwoHopConfig {
     /// sent, inputs not acknowledged (0 to 1).
     #[serde(default)]
     pub crash_rate: f64,
+    /// Simulated transform time per message, before its output is sent: on
+    /// average this many milliseconds, drawn (seeded) from 0 to twice it.
+    #[serde(default)]
+    pub processing_ms: u64,
 }
 
 fn one() -> usize {
@@ -76,6 +80,7 @@ impl Default for TwoHopConfig {
             consumers: 1,
             batch: 10,
             crash_rate: 0.0,
+            processing_ms: 0,
         }
     }
 }
@@ -407,6 +412,10 @@ async fn transformer_task(
         // Transform: one output per input, in the order read, one send at a time.
         let mut unknown = false;
         for m in &ms {
+            if cfg.processing_ms > 0 {
+                let ms = rng.below(2 * cfg.processing_ms + 1);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             let value = OUTPUT_BASE + sh.next_output.fetch_add(1, Ordering::Relaxed);
             match send_one(
                 &sh.rec,

@@ -5,6 +5,7 @@ use gauntlet_checkers::Guarantee;
 use gauntlet_nemesis::FaultKind;
 use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::QueueConfig;
+use gauntlet_workloads::twohop::TwoHopConfig;
 use gauntlet_workloads::Delivery;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -81,9 +82,17 @@ pub struct Scenario {
     /// The `[nats]` table: JetStream's `sync-interval` and the stream's `replicas`.
     #[serde(default, skip_serializing_if = "NatsConfig::is_default")]
     pub nats: NatsConfig,
+    /// The `[two-hop]` table: transformers, consumers, batch, crash rate
+    /// (`workload = "two-hop"`, docs/twohop.md).
+    #[serde(default, skip_serializing_if = "is_default_two_hop")]
+    pub two_hop: TwoHopConfig,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
+}
+
+fn is_default_two_hop(c: &TwoHopConfig) -> bool {
+    *c == TwoHopConfig::default()
 }
 
 fn is_default_log(c: &LogConfig) -> bool {
@@ -370,6 +379,7 @@ impl Scenario {
             storage: StorageConfig::default(),
             redis: RedisConfig::default(),
             nats: NatsConfig::default(),
+            two_hop: TwoHopConfig::default(),
             results: default_results(),
         }
     }
@@ -486,6 +496,7 @@ impl Scenario {
                 self.broker
             )));
         }
+        self.check_two_hop(kind)?;
         if self.queue.in_flight == 0 {
             return Err(HarnessError::Scenario(
                 "[queue] in-flight = 0: each producer needs at least one send in flight".into(),
@@ -510,6 +521,46 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// Refuses what the two-hop workload cannot run: another broker than NATS
+    /// JetStream or the Kafka protocol, a `[two-hop]` table on another workload,
+    /// a setting out of range, and `kill-consumer` (its transformers and
+    /// consumers run in the harness: `[two-hop] crash-rate` kills transformers).
+    fn check_two_hop(&self, kind: BrokerKind) -> Result<(), HarnessError> {
+        if self.workload != Workload::TwoHop {
+            if !is_default_two_hop(&self.two_hop) {
+                return Err(HarnessError::Scenario(format!(
+                    "[two-hop] sets the two-hop workload, and the workload is {}",
+                    self.workload
+                )));
+            }
+            return Ok(());
+        }
+        if !matches!(kind, BrokerKind::Nats | BrokerKind::Kafka) {
+            return Err(HarnessError::Scenario(format!(
+                "the two-hop workload needs NATS JetStream or a Kafka-protocol broker, not {}",
+                self.broker
+            )));
+        }
+        self.two_hop
+            .check()
+            .map_err(|e| HarnessError::Scenario(format!("{e} (broker {})", self.broker)))?;
+        if let Some(f) = self
+            .nemesis
+            .iter()
+            .find(|f| matches!(f, FaultKind::KillConsumer(_)))
+        {
+            return Err(HarnessError::Scenario(format!(
+                "nemesis {f}: the two-hop workload's transformers and consumers run inside \
+                 the harness, not as worker processes, on {}; kill transformers with \
+                 [two-hop] crash-rate",
+                self.broker
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// What a run does against the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -521,11 +572,18 @@ pub enum Workload {
     Log,
     /// Consume-transform-produce in Kafka transactions (exactly-once).
     Txn,
+    /// A two-hop pipeline, stream A -> transformers -> stream B (docs/twohop.md).
+    TwoHop,
 }
 
 impl Workload {
     /// Every workload.
-    pub const ALL: [Workload; 3] = [Workload::Queue, Workload::Log, Workload::Txn];
+    pub const ALL: [Workload; 4] = [
+        Workload::Queue,
+        Workload::Log,
+        Workload::Txn,
+        Workload::TwoHop,
+    ];
 
     /// The name in scenarios and on the command line.
     pub fn name(self) -> &'static str {
@@ -533,6 +591,7 @@ impl Workload {
             Workload::Queue => "queue",
             Workload::Log => "log",
             Workload::Txn => "txn",
+            Workload::TwoHop => "two-hop",
         }
     }
 }
@@ -551,7 +610,7 @@ impl FromStr for Workload {
             .find(|w| w.name() == s.trim())
             .ok_or_else(|| {
                 HarnessError::Scenario(format!(
-                    "workload `{s}` is not available (queue, log and txn are)"
+                    "workload `{s}` is not available (queue, log, txn and two-hop are)"
                 ))
             })
     }

@@ -1,0 +1,99 @@
+//! `workload = "two-hop"` (seed row O7, `docs/twohop.md`): the pipeline of
+//! `gauntlet_workloads::twohop` (producers -> stream A -> transformers ->
+//! stream B -> consumers) on NATS JetStream or the Kafka protocol, with the
+//! run's fault schedule and the final heal before the pipeline drains.
+//!
+//! Transformers run in this process; `[two-hop] crash-rate` makes one drop
+//! its clients between its sends and its ack (a transformer killed there).
+use super::context::{Driven, Figures, RunContext};
+use super::events::RunEvent;
+use super::faults::prepare_schedule;
+use super::folder::io;
+use super::nemesis::{final_heal, run_schedule, RoleNames, RunCluster};
+use super::workers::Pool;
+use crate::error::HarnessError;
+use gauntlet_nemesis::InFlight;
+use gauntlet_workloads::twohop::TwoHopRun;
+use gauntlet_workloads::Recorder;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The two-hop workload phase of a run, up to its `drained` marker.
+pub(super) async fn drive_two_hop(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
+    let RunContext {
+        scenario,
+        deployment,
+        dir,
+        events,
+        started,
+        ..
+    } = *ctx;
+    let time = scenario.duration()?;
+    let kind = deployment.broker();
+    let addrs = ctx.client_addrs();
+    let (a, b, topics) = gauntlet_workloads::twohop::drivers(
+        kind,
+        &addrs,
+        scenario.delivery.resolve(),
+        scenario.nats.replicas,
+    )
+    .map_err(|e| HarnessError::Scenario(e.to_string()))?;
+    let (schedule, netem) = prepare_schedule(ctx, scenario).await?;
+    let recorder = Arc::new(
+        Recorder::create(&dir.join(gauntlet_report::folder::HISTORY))
+            .map_err(io("creating", dir))?,
+    );
+    let cluster = RunCluster {
+        deployment,
+        roles: RoleNames::of(scenario),
+        pool: Pool::default(),
+        proxy: ctx.proxy,
+        netem,
+        in_flight: InFlight::new(),
+    };
+    let run = TwoHopRun {
+        producers: scenario.queue.producers.max(1),
+        keys: scenario.queue.keys.max(1),
+        rate: scenario.rate,
+        time,
+        seed: scenario.seed,
+        topics,
+    };
+    let _ = recorder.phase("start");
+    events.send(RunEvent::WorkloadStarted {
+        first_op_after: started.elapsed(),
+        workload: scenario.workload,
+        time,
+        rate: scenario.rate,
+    });
+    let t0 = Instant::now();
+    let faults = async {
+        run_schedule(&schedule, &cluster, &recorder, t0, events).await;
+        final_heal(&cluster, &recorder, events).await;
+    };
+    let s = gauntlet_workloads::twohop::run(
+        a,
+        b,
+        recorder.clone(),
+        scenario.two_hop.clone(),
+        run,
+        faults,
+    )
+    .await
+    .map_err(|e| HarnessError::Worker(e.to_string()))?;
+    events.send(RunEvent::TwoHopFinished {
+        inputs: s.inputs,
+        outputs: s.outputs,
+        delivered: s.delivered,
+        crashes: s.crashes,
+    });
+    let figures = Figures {
+        workload_time: t0.elapsed(),
+        ..Figures::default()
+    };
+    Ok(Driven {
+        sends: s.inputs,
+        figures,
+        write_failure: recorder.write_error(),
+    })
+}
