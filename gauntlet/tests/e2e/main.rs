@@ -20,4 +20,5 @@ mod network;
 mod process;
 mod several;
 mod ssh;
+mod twohop;
 mod txn;
