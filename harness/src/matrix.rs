@@ -119,7 +119,11 @@ impl Matrix {
             toml::from_str(text).map_err(|e| HarnessError::Scenario(format!("matrix: {e}")))?;
         for e in &m.scenarios {
             for a in &e.must_find {
-                if AnomalyKind::ALL.iter().all(|k| k.name() != a) {
+                if AnomalyKind::ALL
+                    .iter()
+                    .chain(AnomalyKind::TWO_HOP.iter())
+                    .all(|k| k.name() != a)
+                {
                     return Err(HarnessError::Scenario(format!(
                         "matrix: {}: must-find `{a}` is not an anomaly",
                         e.file.display()

@@ -26,10 +26,17 @@ fn recount_order(dir: &std::path::Path) -> (u64, u64, u64) {
     for line in text.lines() {
         let op: Value = serde_json::from_str(line).expect("history line");
         match (op["f"].as_str(), op["type"].as_str()) {
-            (Some("send"), Some("ok")) => {
+            // The invoke names the input (a consumer may get an output before
+            // its send's ok is recorded).
+            (Some("send"), Some("invoke")) => {
                 if let Some(i) = op["value"]["input"].as_i64() {
                     let v = op["value"]["value"].as_i64().unwrap_or(-1);
                     input_of.insert(v, i);
+                }
+            }
+            (Some("send"), Some("ok")) => {
+                if let Some(i) = op["value"]["input"].as_i64() {
+                    let v = op["value"]["value"].as_i64().unwrap_or(-1);
                     outputs_per_input.entry(i).or_default().insert(v);
                 }
             }
@@ -58,7 +65,8 @@ fn recount_order(dir: &std::path::Path) -> (u64, u64, u64) {
         }
     }
     let dups = outputs_per_input.values().filter(|o| o.len() > 1).count() as u64;
-    (early, dups, input_of.len() as u64)
+    let outputs = outputs_per_input.values().map(|o| o.len() as u64).sum();
+    (early, dups, outputs)
 }
 
 fn print(label: &str, r: &Run, started: Instant) {
