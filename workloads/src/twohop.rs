@@ -218,7 +218,10 @@ async fn send_one(
             if let Some(i) = input {
                 v["input"] = json!(i);
             }
-            record(rec, Event::new(Actor::Client(p), OpType::Ok, "send").value(v));
+            record(
+                rec,
+                Event::new(Actor::Client(p), OpType::Ok, "send").value(v),
+            );
         }
         Outcome::Fail(e) => record(
             rec,

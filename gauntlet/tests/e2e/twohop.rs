@@ -114,7 +114,8 @@ fn nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it() {
             "an order breach not traced: {e}"
         );
         assert_ne!(
-            e["received_first"]["transformer"], Value::Null,
+            e["received_first"]["transformer"],
+            Value::Null,
             "the transformer is named: {e}"
         );
     }
@@ -149,7 +150,10 @@ fn nats_two_hop_transformer_crashes_duplicate_outputs_and_keep_the_order() {
             "expect = [\"at-least-once\", \"key-order\"]",
             "expect = [\"at-least-once\"]",
         )
-        .replace("processing-ms = 10\n", "processing-ms = 10\ncrash-rate = 0.2\n");
+        .replace(
+            "processing-ms = 10\n",
+            "processing-ms = 10\ncrash-rate = 0.2\n",
+        );
     assert!(toml.contains("crash-rate = 0.2"), "{toml}");
     let r = run_scenario("two-hop-crash", &toml, &["--time", "12s"]);
     print("one transformer, crashes before its ack", &r, started);

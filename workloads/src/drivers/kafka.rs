@@ -151,7 +151,11 @@ impl Driver for Kafka {
     async fn setup(&self, _groups: &[String]) -> Result<(), ClientError> {
         let admin: AdminClient<DefaultClientContext> =
             self.config().create().map_err(|e| self.create_err(e))?;
-        let topic = NewTopic::new(&self.topic, PARTITIONS, TopicReplication::Fixed(self.replication));
+        let topic = NewTopic::new(
+            &self.topic,
+            PARTITIONS,
+            TopicReplication::Fixed(self.replication),
+        );
         // Groups need no declaration: they come into being when a member joins.
         create_topic(&admin, &topic).await
     }
