@@ -134,6 +134,9 @@ pub struct TwoHopSummary {
     pub crashes: u64,
 }
 
+/// Stream A's driver, stream B's, and their names (A, B).
+pub type Hops = (Arc<dyn Driver>, Arc<dyn Driver>, (String, String));
+
 /// The drivers of stream A and stream B for `broker`: NATS JetStream and the
 /// Kafka protocol; any other broker is refused, named.
 pub fn drivers(
@@ -141,7 +144,7 @@ pub fn drivers(
     addrs: &[String],
     settings: Resolved,
     replicas: Option<usize>,
-) -> Result<(Arc<dyn Driver>, Arc<dyn Driver>, (String, String)), ClientError> {
+) -> Result<Hops, ClientError> {
     match broker {
         BrokerKind::Nats => {
             let a = crate::drivers::nats::Nats::new(addrs, settings.clone(), false)
