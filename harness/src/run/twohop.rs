@@ -97,3 +97,63 @@ pub(super) async fn drive_two_hop(ctx: &RunContext<'_>) -> Result<Driven, Harnes
         write_failure: recorder.write_error(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::run::Scenario;
+
+    fn scenario(broker: &str, rest: &str) -> Scenario {
+        Scenario::from_toml(&format!(
+            "name = \"x\"\nbroker = \"{broker}\"\nworkload = \"two-hop\"\n{rest}"
+        ))
+        .expect("scenario")
+    }
+
+    #[test]
+    fn two_hop_runs_on_nats_and_kafka_and_is_refused_elsewhere_naming_the_broker() {
+        for broker in ["nats", "kafka"] {
+            let s = scenario(broker, "[two-hop]\ntransformers = 3\n");
+            s.check_workload(s.broker).expect(broker);
+            assert_eq!(s.two_hop.transformers, 3);
+            let again = Scenario::from_toml(&s.to_toml()).expect("round trip");
+            assert_eq!(again.two_hop, s.two_hop);
+            assert!(s.to_toml().contains("[two-hop]"), "{}", s.to_toml());
+        }
+        for broker in ["redis", "rabbitmq", "sqs"] {
+            let s = scenario(broker, "");
+            let e = s.check_workload(s.broker).expect_err(broker).to_string();
+            assert!(e.contains("two-hop") && e.contains(broker), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_two_hop_settings_are_refused_naming_the_setting_and_the_broker() {
+        for (table, names) in [
+            ("transformers = 0", "transformers = 0"),
+            ("batch = 0", "batch = 0"),
+            ("crash-rate = 2.0", "crash-rate = 2"),
+        ] {
+            let s = scenario("nats", &format!("[two-hop]\n{table}\n"));
+            let e = s.check_workload(s.broker).expect_err(table).to_string();
+            assert!(e.contains(names) && e.contains("nats"), "{table}: {e}");
+        }
+        let s = scenario("kafka", "nemesis = [\"kill-consumer:before-ack\"]\n");
+        let e = s.check_workload(s.broker).expect_err("kill").to_string();
+        assert!(
+            e.contains("kill-consumer") && e.contains("crash-rate") && e.contains("kafka"),
+            "{e}"
+        );
+        // A [two-hop] table on another workload is refused too; the default is not written.
+        let q =
+            Scenario::from_toml("name = \"x\"\nbroker = \"nats\"\n[two-hop]\ntransformers = 2\n")
+                .expect("scenario");
+        let e = q.check_workload(q.broker).expect_err("queue").to_string();
+        assert!(e.contains("[two-hop]") && e.contains("queue"), "{e}");
+        let d = Scenario::default_scenario();
+        assert!(!d.to_toml().contains("two-hop"), "{}", d.to_toml());
+        assert!(Scenario::from_toml(
+            "name = \"x\"\nbroker = \"nats\"\n[two-hop]\ntransformer = 2\n"
+        )
+        .is_err());
+    }
+}
