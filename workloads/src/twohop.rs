@@ -42,6 +42,77 @@ pub const OUTPUT_BASE: i64 = 1_000_000_000;
 const QUIET: Duration = Duration::from_secs(8);
 const POLL_WAIT: Duration = Duration::from_millis(500);
 
+/// Where a kill asked of the transformers ([`Kills`]) takes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillPoint {
+    /// At the first of the points below it reaches, or while it waits for input.
+    Any,
+    /// After it sent a batch's outputs, before it acknowledged the inputs.
+    BeforeAck,
+    /// After it acknowledged a batch, before its next poll.
+    AfterAck,
+}
+
+/// Kills asked of the transformers (the nemesis's `kill-consumer`, which the
+/// harness hands here): the chosen transformer, on reaching the point, drops
+/// its clients as a killed process would (nothing more is sent or
+/// acknowledged) and comes back under a new process number.
+#[derive(Default)]
+pub struct Kills {
+    asked: Mutex<Option<Asked>>,
+    transformers: AtomicUsize,
+}
+
+struct Asked {
+    transformer: usize,
+    at: KillPoint,
+    done: tokio::sync::oneshot::Sender<u64>,
+}
+
+impl Kills {
+    /// Kills transformer `pick` (modulo their number) at `at`; the process
+    /// number killed, or why none was within `within`.
+    pub async fn kill(&self, pick: u64, at: KillPoint, within: Duration) -> Result<u64, String> {
+        let n = self.transformers.load(Ordering::Relaxed).max(1);
+        let transformer = (pick % n as u64) as usize;
+        let (done, answer) = tokio::sync::oneshot::channel();
+        if let Ok(mut a) = self.asked.lock() {
+            *a = Some(Asked {
+                transformer,
+                at,
+                done,
+            });
+        }
+        let got = tokio::time::timeout(within, answer).await;
+        if let Ok(mut a) = self.asked.lock() {
+            *a = None;
+        }
+        match got {
+            Ok(Ok(p)) => Ok(p),
+            _ => Err(format!(
+                "transformer {transformer} did not reach {at:?} within {within:?}"
+            )),
+        }
+    }
+
+    /// Whether transformer `i`, at `here`, is to die now (and says so, with its process).
+    fn take(&self, i: usize, here: KillPoint, process: u64) -> bool {
+        let Ok(mut a) = self.asked.lock() else {
+            return false;
+        };
+        let due = a
+            .as_ref()
+            .is_some_and(|k| k.transformer == i && (k.at == here || k.at == KillPoint::Any));
+        if !due {
+            return false;
+        }
+        if let Some(k) = a.take() {
+            let _ = k.done.send(process);
+        }
+        true
+    }
+}
+
 /// The `[two-hop]` table of a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -376,6 +447,8 @@ async fn transformer_task(
     sh: Arc<Shared>,
     cfg: TwoHopConfig,
     mut rng: Rng,
+    me: usize,
+    kills: Arc<Kills>,
 ) {
     let mut p = sh.rec.new_process();
     let mut clients: Option<(Box<dyn Consumer>, Box<dyn Producer>)> = None;
@@ -412,6 +485,10 @@ async fn transformer_task(
             continue;
         };
         if ms.is_empty() {
+            if kills.take(me, KillPoint::Any, p) {
+                clients = None;
+                p = sh.rec.new_process();
+            }
             continue;
         }
         last_read = Instant::now();
@@ -442,17 +519,20 @@ async fn transformer_task(
                 }
             }
         }
-        if unknown || (cfg.crash_rate > 0.0 && rng.chance(cfg.crash_rate)) {
+        let killed = kills.take(me, KillPoint::BeforeAck, p);
+        if unknown || killed || (cfg.crash_rate > 0.0 && rng.chance(cfg.crash_rate)) {
             // Killed between the sends and the ack (or a send's end unknown):
             // the clients go without acknowledging; the inputs come back.
-            if !unknown {
+            if !unknown && !killed {
                 sh.add(|s| s.crashes += 1);
             }
             clients = None;
             p = sh.rec.new_process();
             continue;
         }
-        if !ack_all(&sh.rec, p, consumer.as_mut(), &ms).await {
+        if !ack_all(&sh.rec, p, consumer.as_mut(), &ms).await
+            || kills.take(me, KillPoint::AfterAck, p)
+        {
             clients = None;
             p = sh.rec.new_process();
         }
@@ -500,14 +580,19 @@ async fn consumer_task(b: Arc<dyn Driver>, sh: Arc<Shared>) {
 /// Runs the pipeline: producers for `run.time` (alongside `faults`, the
 /// harness's schedule and final heal), then transformers and consumers until
 /// both streams stay quiet; then the `drained` marker.
+/// `kills`: where the harness's `kill-consumer` reaches the transformers.
 pub async fn run<F: std::future::Future<Output = ()>>(
     a: Arc<dyn Driver>,
     b: Arc<dyn Driver>,
     rec: Arc<Recorder>,
     cfg: TwoHopConfig,
     run: TwoHopRun,
+    kills: Arc<Kills>,
     faults: F,
 ) -> Result<TwoHopSummary, ClientError> {
+    kills
+        .transformers
+        .store(cfg.transformers.max(1), Ordering::Relaxed);
     a.setup(&[TRANSFORM_GROUP.to_string()]).await?;
     b.setup(&[CONSUME_GROUP.to_string()]).await?;
     let sh = Arc::new(Shared {
@@ -544,6 +629,8 @@ pub async fn run<F: std::future::Future<Output = ()>>(
             sh.clone(),
             cfg.clone(),
             rng,
+            i,
+            kills.clone(),
         )));
     }
     let mut cs = Vec::new();

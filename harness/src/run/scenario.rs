@@ -524,8 +524,7 @@ impl Scenario {
 impl Scenario {
     /// Refuses what the two-hop workload cannot run: another broker than NATS
     /// JetStream or the Kafka protocol, a `[two-hop]` table on another workload,
-    /// a setting out of range, and `kill-consumer` (its transformers and
-    /// consumers run in the harness: `[two-hop] crash-rate` kills transformers).
+    /// a setting out of range.
     fn check_two_hop(&self, kind: BrokerKind) -> Result<(), HarnessError> {
         if self.workload != Workload::TwoHop {
             if !is_default_two_hop(&self.two_hop) {
@@ -544,20 +543,7 @@ impl Scenario {
         }
         self.two_hop
             .check()
-            .map_err(|e| HarnessError::Scenario(format!("{e} (broker {})", self.broker)))?;
-        if let Some(f) = self
-            .nemesis
-            .iter()
-            .find(|f| matches!(f, FaultKind::KillConsumer(_)))
-        {
-            return Err(HarnessError::Scenario(format!(
-                "nemesis {f}: the two-hop workload's transformers and consumers run inside \
-                 the harness, not as worker processes, on {}; kill transformers with \
-                 [two-hop] crash-rate",
-                self.broker
-            )));
-        }
-        Ok(())
+            .map_err(|e| HarnessError::Scenario(format!("{e} (broker {})", self.broker)))
     }
 }
 
