@@ -306,3 +306,25 @@ fn generated_pipelines_have_exactly_the_injected_anomalies() {
         v.anomalies
     );
 }
+
+#[test]
+fn the_reader_keeps_a_sends_input_and_only_where_it_is_given() {
+    let mut h = H::default();
+    h.input("k", 1).output(1, "k", 11, 1);
+    // Written by hand in another key order, with `input` null on a plain send.
+    h.lines.push(
+        r#"{"index":4,"time":4000,"process":5,"type":"invoke","f":"send","value":{"value":7,"input":null,"key":"k"}}"#
+            .to_string(),
+    );
+    let text = h.lines.join("\n") + "\n";
+    let read = read_bytes("input.jsonl", text.as_bytes()).expect("reads");
+    assert_eq!(read.inputs, vec![(1, 1)]);
+    assert_eq!(read.sends[1].value, 11);
+    let mut q = H::default();
+    q.input("k", 1).poll(2, "k", &[1]);
+    let text = q.lines.join("\n") + "\n";
+    assert!(read_bytes("q.jsonl", text.as_bytes())
+        .expect("reads")
+        .inputs
+        .is_empty());
+}
