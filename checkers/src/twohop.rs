@@ -246,6 +246,7 @@ pub(crate) fn check(h: &History, max: usize) -> Findings {
         } else {
             place::FIRST_HOP
         };
+        *f.lost.by_place.entry(at.to_string()).or_insert(0) += 1;
         f.lost.hit(|| {
             Example::TwoHopLost(TwoHopLost {
                 drained,
@@ -307,14 +308,15 @@ pub(crate) fn check(h: &History, max: usize) -> Findings {
                 continue;
             }
             let (f2, f1) = (&outputs[line[i].1 as usize], &outputs[line[j].1 as usize]);
+            let (s2, s1) = (&h.sends[f2.send as usize], &h.sends[f1.send as usize]);
+            let broke_at = match (f2.read, f1.read) {
+                (Some(r2), Some(r1)) if r2 < r1 => place::INPUT,
+                (Some(_), Some(_)) if s2.invoke < s1.invoke => place::TRANSFORMER,
+                (Some(_), Some(_)) => place::SECOND_HOP,
+                _ => place::UNKNOWN,
+            };
+            *f.order.by_place.entry(broke_at.to_string()).or_insert(0) += 1;
             f.order.hit(|| {
-                let (s2, s1) = (&h.sends[f2.send as usize], &h.sends[f1.send as usize]);
-                let broke_at = match (f2.read, f1.read) {
-                    (Some(r2), Some(r1)) if r2 < r1 => place::INPUT,
-                    (Some(_), Some(_)) if s2.invoke < s1.invoke => place::TRANSFORMER,
-                    (Some(_), Some(_)) => place::SECOND_HOP,
-                    _ => place::UNKNOWN,
-                };
                 Example::TwoHopOrder(TwoHopOrder {
                     broke_at: broke_at.to_string(),
                     consumer: h.process_number(k.0),

@@ -400,6 +400,11 @@ pub struct Anomaly {
     /// Extension: the count per consumer group, where the anomaly is a group's ("" is the default group).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_group: BTreeMap<String, u64>,
+    /// Extension (the two-hop anomalies): the count per place, `where` a
+    /// `two-hop-lost` input left the pipeline or where a `two-hop-order`
+    /// breach happened (`broke_at`), over all of them, not only the examples.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_place: BTreeMap<String, u64>,
 }
 
 /// Figures about the history.

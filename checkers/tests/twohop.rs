@@ -227,6 +227,19 @@ fn lost_at_each_place_after_the_drain_and_not_before() {
         ]
     );
     assert_eq!(v.guarantees[&G::AtLeastOnce], Status::Violated);
+    let places: Vec<(String, u64)> = v.anomalies[&A::TwoHopLost]
+        .by_place
+        .iter()
+        .map(|(p, n)| (p.clone(), *n))
+        .collect();
+    assert_eq!(
+        places,
+        vec![
+            ("first-hop".into(), 1),
+            ("second-hop".into(), 1),
+            ("transformer".into(), 1)
+        ]
+    );
     assert_eq!(count(&build(false), A::TwoHopLost), 0);
 }
 
@@ -267,6 +280,15 @@ fn generated_pipelines_have_exactly_the_injected_anomalies() {
             order: count(&v, A::TwoHopOrder),
         };
         assert_eq!(got, want, "seed {seed}: {cfg:?}");
+        let placed: u64 = v.anomalies[&A::TwoHopOrder].by_place.values().sum();
+        assert_eq!(placed, want.order, "every breach has its place");
+        assert_eq!(
+            v.anomalies[&A::TwoHopOrder]
+                .by_place
+                .get("second-hop")
+                .copied(),
+            (want.order > 0).then_some(want.order)
+        );
         for e in &v.anomalies[&A::TwoHopOrder].examples {
             match e {
                 Example::TwoHopOrder(o) => assert_eq!(o.broke_at, "second-hop"),
