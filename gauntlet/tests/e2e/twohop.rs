@@ -1,10 +1,11 @@
-//! O7 on NATS JetStream: the `two-hop` workload (producers -> stream A ->
+//! O7 on NATS JetStream and the Kafka protocol: the `two-hop` workload (producers -> stream A ->
 //! transformers -> stream B -> consumers, docs/twohop.md). Three transformers
 //! sharing A's durable consumer break a key's order on the second hop
 //! (`two-hop-order`, which the test recounts from the history itself); one
 //! transformer keeps it, also when the nemesis kills it between its sends and
 //! its ack (then inputs are transformed twice: `two-hop-duplicate`, order
-//! intact).
+//! intact). On Kafka, three transformers in one consumer group never share a
+//! partition, so a key's order holds through both hops.
 use crate::common::*;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -196,4 +197,46 @@ fn two_hop_is_refused_on_a_broker_that_cannot_run_it() {
         "{err}"
     );
     assert!(!err.contains("first op"), "refused after ops began: {err}");
+}
+
+const KAFKA_GROUP: &str = include_str!("../../../ci/scenarios/kafka-two-hop-group.toml");
+
+#[test]
+fn kafka_two_hop_transformers_in_one_group_keep_each_keys_order() {
+    let started = Instant::now();
+    let r = run_scenario("two-hop-kafka", KAFKA_GROUP, &["--time", "12s"]);
+    print("kafka, three transformers in one group", &r, started);
+    let text = std::fs::read_to_string(r.dir.join("history.jsonl")).expect("history.jsonl");
+    // Which transformers read inputs (topic `gauntlet`), and from which partitions.
+    let mut readers: HashMap<u64, HashSet<i64>> = HashMap::new();
+    for line in text.lines() {
+        let op: Value = serde_json::from_str(line).expect("history line");
+        if op["f"] == "poll" && op["type"] == "ok" {
+            for m in op["value"].as_array().into_iter().flatten() {
+                if m["topic"] == "gauntlet" {
+                    readers
+                        .entry(op["process"].as_u64().unwrap_or(u64::MAX))
+                        .or_default()
+                        .insert(m["partition"].as_i64().unwrap_or(-1));
+                }
+            }
+        }
+    }
+    let (early, dups, outputs) = recount_order(&r.dir);
+    eprintln!(
+        "transformers that read inputs, with their partitions: {readers:?}; recounted: {early} \
+         outputs early, {dups} inputs transformed twice or more, {outputs} outputs"
+    );
+    assert!(outputs > 300, "only {outputs} outputs sent");
+    assert!(
+        readers.len() >= 2,
+        "one transformer did all the work: {readers:?}"
+    );
+    assert_eq!(early, 0);
+    assert_eq!(count(&r, "two-hop-order"), 0);
+    assert_eq!(count(&r, "two-hop-lost"), 0);
+    assert_eq!(count(&r, "two-hop-duplicate"), dups);
+    assert_eq!(r.verdict["guarantees"]["key-order"], "holds");
+    assert_eq!(r.code, 0, "{}", r.verdict);
+    no_leftovers(&r.dir);
 }
