@@ -8,6 +8,7 @@ pub(crate) struct Found {
     pub count: u64,
     pub examples: Vec<Example>,
     pub by_group: BTreeMap<String, u64>,
+    pub by_place: BTreeMap<String, u64>,
     max: usize,
 }
 
@@ -17,6 +18,7 @@ impl Found {
             count: 0,
             examples: Vec::new(),
             by_group: BTreeMap::new(),
+            by_place: BTreeMap::new(),
             max,
         }
     }
@@ -47,6 +49,7 @@ impl Found {
             count: self.count,
             examples: self.examples,
             by_group: self.by_group,
+            by_place: self.by_place,
         }
     }
 }

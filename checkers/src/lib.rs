@@ -31,6 +31,7 @@ mod resets;
 pub mod stats;
 mod table;
 mod total;
+pub mod twohop;
 pub mod txn;
 pub mod verdict;
 
@@ -67,8 +68,8 @@ impl Default for CheckOptions {
 pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
     use AnomalyKind as A;
     match g {
-        Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite],
-        Guarantee::AtLeastOnce => &[A::Lost],
+        Guarantee::AtMostOnce => &[A::Redelivered, A::DuplicateWrite, A::TwoHopDuplicate],
+        Guarantee::AtLeastOnce => &[A::Lost, A::TwoHopLost],
         Guarantee::ExactlyOnce => &[
             A::Redelivered,
             A::DuplicateWrite,
@@ -80,9 +81,11 @@ pub fn breaks(g: Guarantee) -> &'static [AnomalyKind] {
             A::GSingle,
             A::G2,
             A::PrecommittedRead,
+            A::TwoHopLost,
+            A::TwoHopDuplicate,
         ],
         Guarantee::ProducerOrder => &[A::ProducerOrder],
-        Guarantee::KeyOrder => &[A::KeyOrder, A::RepartitionKeyOrder],
+        Guarantee::KeyOrder => &[A::KeyOrder, A::RepartitionKeyOrder, A::TwoHopOrder],
         Guarantee::PartitionOrder => &[A::PartitionOrder],
         Guarantee::TotalOrder => &[A::TotalOrder],
         Guarantee::ExactlyOnceProcessing => &[A::DuplicateProcessing, A::LostProcessing],
@@ -116,6 +119,7 @@ enum Pass {
     Flow,
     Processing,
     Repartition,
+    TwoHop,
 }
 
 impl Pass {
@@ -130,6 +134,7 @@ impl Pass {
             Pass::Flow => "flow",
             Pass::Processing => "processing",
             Pass::Repartition => "repartition",
+            Pass::TwoHop => "two-hop",
         }
     }
 }
@@ -307,6 +312,18 @@ fn check_passes(
             || offsets::check(h, &index.written, max),
         )
     });
+    let two_hop = if twohop::applies(h) {
+        run_pass(
+            &mut unjudged,
+            before,
+            Pass::TwoHop,
+            &AnomalyKind::TWO_HOP,
+            "",
+            || twohop::check(h, max),
+        )
+    } else {
+        None
+    };
     let (groups, delivered_distinct) = match (&index, &del) {
         (Some(index), Some(del)) => (
             index.groups.len(),
@@ -391,6 +408,19 @@ fn check_passes(
             anomalies.insert(AnomalyKind::DuplicateProcessing, p.duplicate.into_anomaly());
             anomalies.insert(AnomalyKind::LostProcessing, p.lost.into_anomaly());
             anomalies.insert(AnomalyKind::Parked, p.parked.into_anomaly());
+        }
+    }
+    if let Some(t) = two_hop {
+        for (kind, found) in [
+            (AnomalyKind::TwoHopLost, t.lost),
+            (AnomalyKind::TwoHopDuplicate, t.duplicate),
+            (AnomalyKind::TwoHopOrder, t.order),
+        ] {
+            anomalies.insert(kind, found.into_anomaly());
+        }
+    } else if twohop::applies(h) {
+        for kind in AnomalyKind::TWO_HOP {
+            anomalies.insert(kind, Anomaly::default());
         }
     }
     let mut txn_unknown = false;

@@ -262,6 +262,16 @@ pub enum AnomalyKind {
     /// of the partition count and stored on different partitions, the group (any of its
     /// consumers) received out of the producer's order.
     RepartitionKeyOrder,
+    // Two-hop anomalies (extension, `docs/twohop.md`): present in a verdict only when
+    // the history has sends that name their `input`.
+    /// `two-hop-lost`: an input that was written and reached no consumer through the
+    /// pipeline, after a `drained` marker.
+    TwoHopLost,
+    /// `two-hop-duplicate`: an input with two or more outputs written.
+    TwoHopDuplicate,
+    /// `two-hop-order`: outputs a consumer received before the output of an input
+    /// sent earlier by the same producer with the same key.
+    TwoHopOrder,
 }
 
 impl AnomalyKind {
@@ -306,6 +316,13 @@ impl AnomalyKind {
     /// The anomalies of a partition-count change (extension): in the verdict of a
     /// history with an `add-partitions` nemesis event.
     pub const REPARTITION: [AnomalyKind; 1] = [AnomalyKind::RepartitionKeyOrder];
+    /// The two-hop pipeline's anomalies (extension, `docs/twohop.md`), in the order
+    /// reports list them: in the verdict of a history with outputs only.
+    pub const TWO_HOP: [AnomalyKind; 3] = [
+        AnomalyKind::TwoHopLost,
+        AnomalyKind::TwoHopDuplicate,
+        AnomalyKind::TwoHopOrder,
+    ];
     /// The thirteen anomaly types of the contract, in the order reports list them.
     pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::Lost,
@@ -359,6 +376,9 @@ impl AnomalyKind {
             AnomalyKind::LostProcessing => "lost-processing",
             AnomalyKind::Parked => "parked",
             AnomalyKind::RepartitionKeyOrder => "repartition-key-order",
+            AnomalyKind::TwoHopLost => "two-hop-lost",
+            AnomalyKind::TwoHopDuplicate => "two-hop-duplicate",
+            AnomalyKind::TwoHopOrder => "two-hop-order",
         }
     }
     /// What `count` counts.
@@ -421,6 +441,11 @@ pub struct Anomaly {
     /// Extension: the count per consumer group, where the anomaly is a group's ("" is the default group).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_group: BTreeMap<String, u64>,
+    /// Extension (the two-hop anomalies): the count per place, `where` a
+    /// `two-hop-lost` input left the pipeline or where a `two-hop-order`
+    /// breach happened (`broke_at`), over all of them, not only the examples.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_place: BTreeMap<String, u64>,
 }
 
 /// Figures about the history.
@@ -611,6 +636,7 @@ impl Verdict {
     }
     /// The anomaly types to show: the thirteen of the contract, then the
     /// transaction anomalies and the partition-count change's where the verdict has them.
+    /// transaction and two-hop anomalies where the verdict has them.
     pub fn kinds(&self) -> Vec<AnomalyKind> {
         let mut out = AnomalyKind::ALL.to_vec();
         out.extend(
@@ -618,6 +644,11 @@ impl Verdict {
                 .iter()
                 .chain(&AnomalyKind::PROCESSING)
                 .chain(AnomalyKind::REPARTITION.iter())
+                .filter(|k| self.anomalies.contains_key(k)),
+        );
+        out.extend(
+            AnomalyKind::TWO_HOP
+                .iter()
                 .filter(|k| self.anomalies.contains_key(k)),
         );
         out

@@ -119,12 +119,13 @@ impl Matrix {
             toml::from_str(text).map_err(|e| HarnessError::Scenario(format!("matrix: {e}")))?;
         for e in &m.scenarios {
             for a in &e.must_find {
-                // The contract's anomalies, the processing ones (seed D7) and the
-                // partition-count change's (seed O4).
+                // The contract's anomalies, the processing ones (seed D7), the
+                // partition-count change's (seed O4) and the two-hop ones (seed O7).
                 if AnomalyKind::ALL
                     .iter()
                     .chain(&AnomalyKind::PROCESSING)
                     .chain(AnomalyKind::REPARTITION.iter())
+                    .chain(AnomalyKind::TWO_HOP.iter())
                     .all(|k| k.name() != a)
                 {
                     return Err(HarnessError::Scenario(format!(

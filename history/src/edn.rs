@@ -469,6 +469,7 @@ fn msg(key: i64, offset: Option<i64>, value: i64) -> Result<Msg<'static>, Proble
         offset,
         id: None,
         redelivered: false,
+        input: None,
     })
 }
 

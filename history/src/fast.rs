@@ -178,6 +178,7 @@ impl<'a> Cursor<'a> {
                 *have_value = true;
             }
             b'i' if self.lit(b"\"id\":") => m.id = Some(Cow::Borrowed(self.str()?)),
+            b'i' if self.lit(b"\"input\":") => m.input = Some(self.int()?),
             b't' if self.lit(b"\"topic\":") => m.topic = Some(Cow::Borrowed(self.str()?)),
             _ => return None,
         }

@@ -402,6 +402,10 @@ pub struct History {
     process_ids: FxHashMap<u64, u32>,
     /// Value -> index into `sends`.
     pub send_of_value: ValueIndex,
+    /// Extension (the two-hop workload, `docs/twohop.md`): (send index, input
+    /// value) of every send that names the `input` it was made from, in invoke
+    /// order; empty in every other history.
+    pub inputs: Vec<(u32, i64)>,
     /// Counts of what was read.
     pub counts: Counts,
     /// Things worth telling that did not stop the read (a cut-off last line).
@@ -638,6 +642,9 @@ impl Builder {
             in_txn,
             attempts: 1,
         });
+        if let Some(input) = m.input {
+            self.h.inputs.push((idx, input));
+        }
         Ok(idx)
     }
 

@@ -26,9 +26,10 @@ const K_VALUE: usize = 7;
 const K_ERROR: usize = 8;
 
 // Messages and micro-ops: the writer's maps are sorted by key.
-const MSG_KEYS: [Hint; 9] = [
+const MSG_KEYS: [Hint; 10] = [
     Hint::new("f"),
     Hint::new("id"),
+    Hint::new("input"),
     Hint::new("key"),
     Hint::new("messages"),
     Hint::new("offset"),
@@ -39,13 +40,14 @@ const MSG_KEYS: [Hint; 9] = [
 ];
 const M_F: usize = 0;
 const M_ID: usize = 1;
-const M_KEY: usize = 2;
-const M_MESSAGES: usize = 3;
-const M_OFFSET: usize = 4;
-const M_PARTITION: usize = 5;
-const M_REDELIVERED: usize = 6;
-const M_TOPIC: usize = 7;
-const M_VALUE: usize = 8;
+const M_INPUT: usize = 2;
+const M_KEY: usize = 3;
+const M_MESSAGES: usize = 4;
+const M_OFFSET: usize = 5;
+const M_PARTITION: usize = 6;
+const M_REDELIVERED: usize = 7;
+const M_TOPIC: usize = 8;
+const M_VALUE: usize = 9;
 use std::borrow::Cow;
 
 /// Who did an op.
@@ -169,6 +171,9 @@ pub struct Msg<'a> {
     pub id: Option<Cow<'a, str>>,
     /// The broker flagged this delivery as a redelivery (`"redelivered": true`).
     pub redelivered: bool,
+    /// Extension (the two-hop workload): on a transformer's send, the value of
+    /// the input message it was made from.
+    pub input: Option<i64>,
 }
 
 /// One micro-op of a transaction.
@@ -319,6 +324,7 @@ fn msg<'a>(s: &mut Scanner<'a>, what: &'static str) -> Result<Msg<'a>, Problem> 
             M_OFFSET => m.offset = nullable_int(s, "offset")?,
             M_ID => m.id = text(s, "id")?,
             M_TOPIC => m.topic = opt_string(s, "topic")?,
+            M_INPUT => m.input = nullable_int(s, "input")?,
             M_REDELIVERED => {
                 m.redelivered = match s.kind().map_err(json)? {
                     Kind::Bool => s.bool().map_err(json)?,

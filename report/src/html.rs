@@ -454,6 +454,10 @@ fn anomalies(out: &mut String, v: &Verdict) {
                 if a.by_group.len() > 20 {
                     let _ = write!(s, " {} more groups not shown", a.by_group.len() - 20);
                 }
+                // The two-hop anomalies: where each left the pipeline or broke.
+                for (place, n) in &a.by_place {
+                    let _ = write!(s, "<span class=\"tag\">{} {n}</span>", esc(&cut(place, 60)));
+                }
                 s
             })
             .unwrap_or_default();

@@ -311,6 +311,84 @@ pub fn sentence(kind: AnomalyKind, e: &Example) -> String {
              see its record"
                 .to_string()
         }
+        Example::TwoHopLost(l) => {
+            let how = match l.at.as_str() {
+                "first-hop" => "no transformer read it".to_string(),
+                "transformer" => format!(
+                    "a transformer read it (poll op {}) and sent no output of it that was written",
+                    op_or(l.read_by)
+                ),
+                _ => format!(
+                    "its output{} {} written and never delivered",
+                    list(l.outputs.iter().map(|o| format!(
+                        " {} (sent by transformer {} at op {})",
+                        o.value, o.transformer, o.send_invoke
+                    ))),
+                    if l.outputs.len() > 1 { "were" } else { "was" }
+                ),
+            };
+            format!(
+                "input {} of key {} (sent at op {}) reached no consumer by the drain (op {}): {how}",
+                l.value,
+                key(&l.key),
+                l.send_invoke,
+                l.drained
+            )
+        }
+        Example::TwoHopDuplicate(d) => format!(
+            "input {} of key {} (sent at op {}) was transformed {} times: outputs {}",
+            d.value,
+            key(&d.key),
+            d.send_invoke,
+            d.outputs.len(),
+            list(d.outputs.iter().map(|o| format!(
+                "{} (transformer {}, send op {})",
+                o.value, o.transformer, o.send_invoke
+            )))
+        ),
+        Example::TwoHopOrder(o) => {
+            let (f2, f1) = (&o.received_first, &o.sent_first);
+            let why = match o.broke_at.as_str() {
+                "input" => format!(
+                    "already out of order when read: input {} was read (poll op {}) before \
+                     input {} (poll op {})",
+                    f2.input,
+                    op_or(f2.read_by),
+                    f1.input,
+                    op_or(f1.read_by)
+                ),
+                "transformer" => format!(
+                    "read in order, then sent in the other order by the transformers (output \
+                     {} at op {} by transformer {}, output {} at op {} by transformer {})",
+                    f2.value,
+                    f2.send_invoke,
+                    f2.transformer,
+                    f1.value,
+                    f1.send_invoke,
+                    f1.transformer
+                ),
+                "second-hop" => format!(
+                    "read and sent in order (send ops {} then {}), reordered by the second hop",
+                    f1.send_invoke, f2.send_invoke
+                ),
+                _ => "the read of an input is not in the history".to_string(),
+            };
+            format!(
+                "consumer {} received output {} (of input {}) at poll op {} before output {} \
+                 (of input {}) at poll op {}, though producer {} sent input {} of key {} first: \
+                 {why}",
+                o.consumer,
+                f2.value,
+                f2.input,
+                op_or(f2.delivered_by),
+                f1.value,
+                f1.input,
+                op_or(f1.delivered_by),
+                o.producer,
+                f1.input,
+                key(&o.key)
+            )
+        }
     }
 }
 
@@ -422,6 +500,10 @@ fn object(o: Option<&TxnObject>) -> String {
         Some(o) => partition(o.topic.as_deref(), Some(o.partition)),
         None => "an unknown partition".to_string(),
     }
+}
+
+fn op_or(x: Option<u64>) -> String {
+    x.map_or_else(|| "?".to_string(), |x| x.to_string())
 }
 
 fn opt(x: Option<i64>) -> String {

@@ -6,6 +6,8 @@
 //! - [`txn_gen`]: transactional histories, strict serializable by construction;
 //! - [`repartition_gen`]: a topic whose partition count changes mid-run, with
 //!   `repartition-key-order` injected at known keys;
+//! - [`twohop_gen`]: two-hop pipeline histories with lost, duplicated and
+//!   reordered outputs injected, and their exact counts;
 //! - [`mutator`]: the byte mutator that makes valid histories hostile ([`mutate`]).
 //!
 //! All of them are deterministic in their seed, through the workspace's one PRNG,
@@ -17,6 +19,7 @@
 pub mod mutator;
 pub mod queue_gen;
 pub mod repartition_gen;
+pub mod twohop_gen;
 pub mod txn_gen;
 
 pub use gauntlet_history::rng::Rng;

@@ -22,6 +22,7 @@ pub mod queue;
 pub mod recorder;
 pub mod settings;
 pub mod stall;
+pub mod twohop;
 pub mod txn;
 pub mod worker_call;
 

@@ -56,6 +56,12 @@ pub enum Example {
     /// `repartition-key-order` (extension): two messages of a key, sent on either side of
     /// a change of the partition count, received by the group out of order.
     RepartitionKeyOrder(RepartitionKeyOrder),
+    /// `two-hop-lost`: an input that reached no consumer, and where it left the pipeline.
+    TwoHopLost(crate::twohop::TwoHopLost),
+    /// `two-hop-duplicate`: an input and its outputs.
+    TwoHopDuplicate(crate::twohop::TwoHopDuplicate),
+    /// `two-hop-order`: F2 received before F1, and where the order broke.
+    TwoHopOrder(crate::twohop::TwoHopOrder),
 }
 
 /// A delivery of a message to a consumer.
@@ -576,6 +582,9 @@ impl Example {
             Example::Untyped(x) => x.clone(),
             Example::Processed(x) => v(x),
             Example::RepartitionKeyOrder(x) => v(x),
+            Example::TwoHopLost(x) => v(x),
+            Example::TwoHopDuplicate(x) => v(x),
+            Example::TwoHopOrder(x) => v(x),
         }
     }
 
@@ -625,6 +634,9 @@ impl Example {
                 as_(&json, Example::Processed)
             }
             A::RepartitionKeyOrder => as_(&json, Example::RepartitionKeyOrder),
+            A::TwoHopLost => as_(&json, Example::TwoHopLost),
+            A::TwoHopDuplicate => as_(&json, Example::TwoHopDuplicate),
+            A::TwoHopOrder => as_(&json, Example::TwoHopOrder),
         };
         typed.unwrap_or(Example::Untyped(json))
     }
@@ -639,6 +651,9 @@ impl Example {
             Example::Gap(x) => Some(&x.key),
             Example::KeyOrder(x) => Some(&x.key),
             Example::RepartitionKeyOrder(x) => Some(&x.key),
+            Example::TwoHopLost(x) => Some(&x.key),
+            Example::TwoHopDuplicate(x) => Some(&x.key),
+            Example::TwoHopOrder(x) => Some(&x.key),
             Example::Untyped(v) => v.get("key").and_then(Value::as_str),
             _ => None,
         }

@@ -410,6 +410,14 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
         } => Line::Run(format!(
             "txn workload: {sends} inputs sent, {committed} transactions committed, {aborted} aborted, {unknown} unknown; {drained} outputs drained"
         )),
+        RunEvent::TwoHopFinished {
+            inputs,
+            outputs,
+            delivered,
+            crashes,
+        } => Line::Run(format!(
+            "two-hop workload: {inputs} inputs sent, {outputs} outputs sent, {delivered} outputs delivered; {crashes} transformer crash(es)"
+        )),
         RunEvent::HistoryWriteFailed { failure } => {
             Line::Run(format!("{failure}; the workload stopped, no drain"))
         }

@@ -23,4 +23,5 @@ mod process;
 mod repartition;
 mod several;
 mod ssh;
+mod twohop;
 mod txn;

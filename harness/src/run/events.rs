@@ -183,6 +183,17 @@ pub enum RunEvent {
         /// The run folder.
         dir: PathBuf,
     },
+    /// The two-hop workload ended (its pipeline drained).
+    TwoHopFinished {
+        /// Inputs sent `ok` to stream A.
+        inputs: u64,
+        /// Outputs sent `ok` to stream B.
+        outputs: u64,
+        /// Outputs the consumers received.
+        delivered: u64,
+        /// Transformer crashes (`[two-hop] crash-rate`).
+        crashes: u64,
+    },
 }
 
 /// Where a run's events go: a function the caller provides, shared by the run's

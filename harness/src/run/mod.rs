@@ -30,6 +30,7 @@ mod plan;
 mod queue;
 mod reference;
 mod scenario;
+mod twohop;
 mod txn;
 mod workers;
 
@@ -74,6 +75,8 @@ pub struct RunOutcome {
 pub(crate) async fn run_on(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> {
     let result = if ctx.scenario.workload == Workload::Txn {
         txn::drive_txn(ctx).await
+    } else if ctx.scenario.workload == Workload::TwoHop {
+        twohop::drive_two_hop(ctx).await
     } else {
         queue::drive(ctx).await
     };

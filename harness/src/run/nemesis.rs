@@ -283,6 +283,9 @@ pub(super) struct RunCluster<'a> {
     /// Sends in flight, counted by the producers (a plan: always one, so
     /// nothing is waited for).
     pub(super) in_flight: InFlight,
+    /// The two-hop workload's transformers, which run in this process:
+    /// `kill-consumer` kills one of them instead of a worker process.
+    pub(super) transformers: Option<std::sync::Arc<gauntlet_workloads::twohop::Kills>>,
 }
 
 impl RunCluster<'_> {
@@ -355,6 +358,28 @@ impl Consumers for RunCluster<'_> {
         pick: u64,
         at: KillConsumerAt,
     ) -> Result<serde_json::Value, NemesisError> {
+        if let Some(k) = &self.transformers {
+            use gauntlet_workloads::twohop::KillPoint;
+            let point = match at {
+                KillConsumerAt::Any => KillPoint::Any,
+                KillConsumerAt::BeforeAck => KillPoint::BeforeAck,
+                KillConsumerAt::AfterAck => KillPoint::AfterAck,
+                // Refused before the run: only the idempotent consumer of a
+                // [dedup] table has an effect, and the two-hop workload has none.
+                KillConsumerAt::BeforeEffect => {
+                    return Err(nem_err(
+                        "kill-consumer:before-effect",
+                        "transformer",
+                        "a transformer has no effect to stop before",
+                    ))
+                }
+            };
+            let process = k
+                .kill(pick, point, Duration::from_secs(15))
+                .await
+                .map_err(|e| nem_err("kill-consumer", "transformer", e))?;
+            return Ok(json!({"process": process, "at": format!("{at:?}"), "transformer": true}));
+        }
         let mut ws = self.pool.lock().await;
         if ws.is_empty() {
             return Err(nem_err("kill-consumer", "-", "no consumer is running"));

@@ -29,6 +29,7 @@ pub async fn plan_faults(
         proxy: None,
         netem: true,
         in_flight: InFlight::always(),
+        transformers: None,
     };
     let c = cluster.cluster();
     if schedule.faults.is_empty() {

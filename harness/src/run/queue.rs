@@ -126,6 +126,7 @@ pub(super) async fn drive(ctx: &RunContext<'_>) -> Result<Driven, HarnessError> 
         proxy: ctx.proxy,
         netem,
         in_flight,
+        transformers: None,
     };
     let t0 = Instant::now();
     let deadline = t0 + time;

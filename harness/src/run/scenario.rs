@@ -6,6 +6,7 @@ use gauntlet_nemesis::FaultKind;
 use gauntlet_workloads::keys::KeyDistribution;
 use gauntlet_workloads::log::LogConfig;
 use gauntlet_workloads::queue::QueueConfig;
+use gauntlet_workloads::twohop::TwoHopConfig;
 use gauntlet_workloads::Delivery;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -86,9 +87,17 @@ pub struct Scenario {
     /// deployed beside the broker; plain consumers when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<super::dedup::DedupConfig>,
+    /// The `[two-hop]` table: transformers, consumers, batch, crash rate
+    /// (`workload = "two-hop"`, docs/twohop.md).
+    #[serde(default, skip_serializing_if = "is_default_two_hop")]
+    pub two_hop: TwoHopConfig,
     /// Where run folders go.
     #[serde(default = "default_results", skip_serializing)]
     pub results: PathBuf,
+}
+
+fn is_default_two_hop(c: &TwoHopConfig) -> bool {
+    *c == TwoHopConfig::default()
 }
 
 fn is_default_log(c: &LogConfig) -> bool {
@@ -376,6 +385,7 @@ impl Scenario {
             redis: RedisConfig::default(),
             nats: NatsConfig::default(),
             dedup: None,
+            two_hop: TwoHopConfig::default(),
             results: default_results(),
         }
     }
@@ -492,6 +502,7 @@ impl Scenario {
                 self.broker
             )));
         }
+        self.check_two_hop(kind)?;
         if self.queue.in_flight == 0 {
             return Err(HarnessError::Scenario(
                 "[queue] in-flight = 0: each producer needs at least one send in flight".into(),
@@ -617,6 +628,32 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// Refuses what the two-hop workload cannot run: another broker than NATS
+    /// JetStream or the Kafka protocol, a `[two-hop]` table on another workload,
+    /// a setting out of range.
+    fn check_two_hop(&self, kind: BrokerKind) -> Result<(), HarnessError> {
+        if self.workload != Workload::TwoHop {
+            if !is_default_two_hop(&self.two_hop) {
+                return Err(HarnessError::Scenario(format!(
+                    "[two-hop] sets the two-hop workload, and the workload is {}",
+                    self.workload
+                )));
+            }
+            return Ok(());
+        }
+        if !matches!(kind, BrokerKind::Nats | BrokerKind::Kafka) {
+            return Err(HarnessError::Scenario(format!(
+                "the two-hop workload needs NATS JetStream or a Kafka-protocol broker, not {}",
+                self.broker
+            )));
+        }
+        self.two_hop
+            .check()
+            .map_err(|e| HarnessError::Scenario(format!("{e} (broker {})", self.broker)))
+    }
+}
+
 /// What a run does against the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -628,11 +665,18 @@ pub enum Workload {
     Log,
     /// Consume-transform-produce in Kafka transactions (exactly-once).
     Txn,
+    /// A two-hop pipeline, stream A -> transformers -> stream B (docs/twohop.md).
+    TwoHop,
 }
 
 impl Workload {
     /// Every workload.
-    pub const ALL: [Workload; 3] = [Workload::Queue, Workload::Log, Workload::Txn];
+    pub const ALL: [Workload; 4] = [
+        Workload::Queue,
+        Workload::Log,
+        Workload::Txn,
+        Workload::TwoHop,
+    ];
 
     /// The name in scenarios and on the command line.
     pub fn name(self) -> &'static str {
@@ -640,6 +684,7 @@ impl Workload {
             Workload::Queue => "queue",
             Workload::Log => "log",
             Workload::Txn => "txn",
+            Workload::TwoHop => "two-hop",
         }
     }
 }
@@ -658,7 +703,7 @@ impl FromStr for Workload {
             .find(|w| w.name() == s.trim())
             .ok_or_else(|| {
                 HarnessError::Scenario(format!(
-                    "workload `{s}` is not available (queue, log and txn are)"
+                    "workload `{s}` is not available (queue, log, txn and two-hop are)"
                 ))
             })
     }

@@ -236,6 +236,7 @@ pub(super) fn cluster<'a>(d: &'a FakeDeployment, pool: Pool, netem: bool) -> Run
         proxy: None,
         netem,
         in_flight: InFlight::new(),
+        transformers: None,
     }
 }
 

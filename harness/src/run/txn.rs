@@ -53,6 +53,7 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         proxy: ctx.proxy,
         netem,
         in_flight: InFlight::new(),
+        transformers: None,
     };
     let cfg = TxnConfig {
         transformers: scenario.queue.producers.max(1) as u32,

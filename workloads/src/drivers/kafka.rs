@@ -37,7 +37,8 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const TOPIC: &str = "gauntlet";
+/// The topic every workload but the two-hop one's second hop uses.
+pub const TOPIC: &str = "gauntlet";
 /// Partitions of the topic.
 pub const PARTITIONS: i32 = 3;
 /// How long a drain consumer waits for its assignment and the end of its partitions.
@@ -56,6 +57,8 @@ pub struct Kafka {
     /// A drain driver: its consumers assign themselves every partition at the group's
     /// committed offsets and read to the high watermarks (see the module docs).
     pub drain: bool,
+    /// The topic: [`TOPIC`] unless set ([`Kafka::with_topic`]).
+    pub topic: String,
 }
 
 impl Kafka {
@@ -101,7 +104,14 @@ impl Kafka {
             settings,
             replication: addrs.len().clamp(1, 3) as i32,
             drain,
+            topic: TOPIC.to_string(),
         })
+    }
+
+    /// The same driver on topic `name` (the two-hop workload's second hop).
+    pub fn with_topic(mut self, name: &str) -> Self {
+        self.topic = name.to_string();
+        self
     }
 
     fn config(&self) -> ClientConfig {
@@ -163,7 +173,11 @@ impl Driver for Kafka {
     async fn setup(&self, _groups: &[String]) -> Result<(), ClientError> {
         let admin: AdminClient<DefaultClientContext> =
             self.config().create().map_err(|e| self.create_err(e))?;
-        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(self.replication));
+        let topic = NewTopic::new(
+            &self.topic,
+            PARTITIONS,
+            TopicReplication::Fixed(self.replication),
+        );
         // Groups need no declaration: they come into being when a member joins.
         create_topic(&admin, &topic).await
     }
@@ -188,6 +202,7 @@ impl Driver for Kafka {
         Ok(Box::new(KafkaProducer {
             producer,
             pinned: s.partitioner == crate::settings::PINNED,
+            topic: self.topic.clone(),
         }))
     }
 
@@ -212,30 +227,31 @@ impl Driver for Kafka {
             // over: tansu never assigned partitions to a member joining after the others
             // had left (measured: nothing within 30 s).
             let meta = consumer
-                .fetch_metadata(Some(TOPIC), Duration::from_secs(10))
+                .fetch_metadata(Some(&self.topic), Duration::from_secs(10))
                 .map_err(|e| setup_err("metadata", e))?;
             let partitions = meta
                 .topics()
                 .iter()
-                .find(|t| t.name() == TOPIC)
+                .find(|t| t.name() == self.topic)
                 .map(|t| t.partitions().len() as i32)
                 .filter(|n| *n > 0)
                 .unwrap_or(PARTITIONS);
             let mut tpl = TopicPartitionList::new();
             for p in 0..partitions {
-                tpl.add_partition_offset(TOPIC, p, Offset::Stored)
+                tpl.add_partition_offset(&self.topic, p, Offset::Stored)
                     .map_err(|e| setup_err("assign", e))?;
             }
             consumer.assign(&tpl).map_err(|e| setup_err("assign", e))?;
         } else {
             consumer
-                .subscribe(&[TOPIC])
+                .subscribe(&[self.topic.as_str()])
                 .map_err(|e| setup_err("subscribe", e))?;
         }
         Ok(Box::new(KafkaConsumer {
             consumer,
             manual_ack: manual,
             drain: self.drain,
+            topic: self.topic.clone(),
         }))
     }
 }
@@ -276,6 +292,8 @@ struct KafkaProducer {
     producer: FutureProducer,
     /// Each key to [`pinned_partition`] instead of librdkafka's partitioner.
     pinned: bool,
+    /// The topic it sends to (the two-hop workload's second stream is another).
+    topic: String,
 }
 
 /// The partition `partitioner = "pinned"` sends `key` to: its FNV-1a hash modulo
@@ -290,8 +308,8 @@ pub fn pinned_partition(key: &str) -> i32 {
 }
 
 impl KafkaProducer {
-    fn record<'a>(&self, key: &'a str, payload: &'a [u8]) -> FutureRecord<'a, str, [u8]> {
-        let record = FutureRecord::to(TOPIC).key(key).payload(payload);
+    fn record<'a>(&'a self, key: &'a str, payload: &'a [u8]) -> FutureRecord<'a, str, [u8]> {
+        let record = FutureRecord::to(&self.topic).key(key).payload(payload);
         if self.pinned {
             record.partition(pinned_partition(key))
         } else {
@@ -349,6 +367,7 @@ struct KafkaConsumer {
     consumer: StreamConsumer,
     manual_ack: bool,
     drain: bool,
+    topic: String,
 }
 
 impl KafkaConsumer {
@@ -391,7 +410,7 @@ impl KafkaConsumer {
 
     /// Whether this member has partitions and has read every one to its end.
     fn at_end(&self) -> bool {
-        read_to_end(&self.consumer, TOPIC)
+        read_to_end(&self.consumer, &self.topic)
     }
 }
 
@@ -427,7 +446,7 @@ impl Consumer for KafkaConsumer {
             let Ok(p) = i32::try_from(*p) else {
                 return Outcome::Fail(format!("partition {p} out of range"));
             };
-            if let Err(e) = tpl.add_partition_offset(TOPIC, p, Offset::Offset(*o)) {
+            if let Err(e) = tpl.add_partition_offset(&self.topic, p, Offset::Offset(*o)) {
                 return Outcome::Fail(format!("offset {o} of partition {p}: {e}"));
             }
         }

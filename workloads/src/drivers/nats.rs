@@ -26,7 +26,8 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use std::time::{Duration, Instant};
 
-const STREAM: &str = "gauntlet";
+/// The stream every workload but the two-hop one's second hop uses.
+pub const STREAM: &str = "gauntlet";
 /// The most replicas a JetStream stream can have.
 pub const MAX_REPLICAS: usize = 5;
 /// How long a delivered message may stay unacknowledged before it is redelivered.
@@ -44,6 +45,8 @@ pub struct Nats {
     pub replicas: usize,
     /// A drain consumer waits for unacknowledged messages to come back (see the module docs).
     pub drain: bool,
+    /// The stream (and its subjects' prefix): [`STREAM`] unless set ([`Nats::with_stream`]).
+    pub stream: String,
 }
 
 impl Nats {
@@ -55,7 +58,16 @@ impl Nats {
             settings,
             replicas: addrs.len().clamp(1, 3),
             drain,
+            stream: STREAM.to_string(),
         }
+    }
+
+    /// The same driver on stream `name`, subjects `name.>` (the two-hop
+    /// workload's second hop); `name` must not be a prefix token of another
+    /// stream's subjects.
+    pub fn with_stream(mut self, name: &str) -> Self {
+        self.stream = name.to_string();
+        self
     }
 
     /// The same driver creating its stream with `replicas` (`None`: the
@@ -160,8 +172,8 @@ impl Driver for Nats {
     async fn setup(&self, groups: &[String]) -> Result<(), ClientError> {
         let js = self.context(self.connect().await?);
         let config = stream::Config {
-            name: STREAM.into(),
-            subjects: vec![format!("{STREAM}.>")],
+            name: self.stream.clone(),
+            subjects: vec![format!("{}.>", self.stream)],
             num_replicas: self.replicas,
             storage: if self.settings.durable {
                 stream::StorageType::File
@@ -171,7 +183,7 @@ impl Driver for Nats {
             // The dedup window (Nats-Msg-Id) is the server's default, 2 minutes.
             ..Default::default()
         };
-        let stream = patiently("create stream gauntlet", || {
+        let stream = patiently(&format!("create stream {}", self.stream), || {
             js.get_or_create_stream(config.clone())
         })
         .await?;
@@ -192,6 +204,7 @@ impl Driver for Nats {
             confirms: self.settings.confirms,
             dedup: self.settings.dedup,
             retries: self.settings.retries,
+            stream: self.stream.clone(),
         }))
     }
 
@@ -199,9 +212,9 @@ impl Driver for Nats {
         let client = self.connect().await?;
         let js = self.context(client.clone());
         let stream = js
-            .get_stream(STREAM)
+            .get_stream(&self.stream)
             .await
-            .map_err(|e| setup_err("get stream gauntlet", e))?;
+            .map_err(|e| setup_err(&format!("get stream {}", self.stream), e))?;
         let consumer = stream
             .get_or_create_consumer(group, self.consumer_config(group))
             .await
@@ -255,6 +268,7 @@ struct NatsProducer {
     confirms: bool,
     dedup: bool,
     retries: u32,
+    stream: String,
 }
 
 impl NatsProducer {
@@ -268,7 +282,7 @@ impl NatsProducer {
                 value.to_string().as_str(),
             );
         }
-        (format!("{STREAM}.{key}"), headers, body(key, value))
+        (format!("{}.{key}", self.stream), headers, body(key, value))
     }
 
     async fn attempt(&self, subject: &str, headers: &HeaderMap, payload: &[u8]) -> Outcome<Stored> {
