@@ -135,6 +135,13 @@ pub struct TwoHopConfig {
     /// average this many milliseconds, drawn (seeded) from 0 to twice it.
     #[serde(default)]
     pub processing_ms: u64,
+    /// Inputs a transformer transforms at once (a worker pool in the
+    /// transformer, over one producer client): each output is sent as soon as
+    /// its own transform ends, so with `processing-ms` > 0 a later input of a
+    /// key can overtake an earlier one (seed O7's unsafe side on any broker).
+    /// 1: one at a time, in the order read.
+    #[serde(default = "one")]
+    pub workers: usize,
 }
 
 fn one() -> usize {
@@ -152,6 +159,7 @@ impl Default for TwoHopConfig {
             batch: 10,
             crash_rate: 0.0,
             processing_ms: 0,
+            workers: 1,
         }
     }
 }
@@ -159,10 +167,11 @@ impl Default for TwoHopConfig {
 impl TwoHopConfig {
     /// Refuses a setting no broker can honour, naming it.
     pub fn check(&self) -> Result<(), String> {
-        if self.transformers == 0 || self.consumers == 0 || self.batch == 0 {
+        if self.transformers == 0 || self.consumers == 0 || self.batch == 0 || self.workers == 0 {
             return Err(format!(
-                "[two-hop] transformers = {}, consumers = {}, batch = {}: each needs at least 1",
-                self.transformers, self.consumers, self.batch
+                "[two-hop] transformers = {}, consumers = {}, batch = {}, workers = {}: each \
+                 needs at least 1",
+                self.transformers, self.consumers, self.batch, self.workers
             ));
         }
         if !(0.0..=1.0).contains(&self.crash_rate) {
@@ -492,12 +501,20 @@ async fn transformer_task(
             continue;
         }
         last_read = Instant::now();
-        // Transform: one output per input, in the order read, one send at a time.
+        // Transform: one output per input, one send at a time; in the order read,
+        // or, with a worker pool, in the order the transforms end.
         let mut unknown = false;
-        for m in &ms {
-            if cfg.processing_ms > 0 {
-                let ms = rng.below(2 * cfg.processing_ms + 1);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+        let plan = transform_plan(&mut rng, ms.len(), cfg.processing_ms, cfg.workers);
+        let began = Instant::now();
+        for &(i, done_ms) in &plan {
+            let m = &ms[i];
+            if cfg.workers <= 1 {
+                if done_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(done_ms)).await;
+                }
+            } else {
+                let due = began + Duration::from_millis(done_ms);
+                tokio::time::sleep_until(due.into()).await;
             }
             let value = OUTPUT_BASE + sh.next_output.fetch_add(1, Ordering::Relaxed);
             match send_one(
@@ -538,6 +555,45 @@ async fn transformer_task(
         }
     }
     sh.transformers_left.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The order a batch of `n` inputs is transformed in, each with when its output
+/// is due. One worker: the inputs in the order read, each after its own
+/// transform time (milliseconds to wait before its send). `workers` > 1: a pool
+/// that takes the inputs in the order read, each as a worker comes free; the
+/// outputs are sent in the order the transforms end (a time from the batch's
+/// start), ties in the order read. Transform times are drawn (seeded) from 0 to
+/// twice `processing_ms`, one per input, in the order read.
+fn transform_plan(
+    rng: &mut Rng,
+    n: usize,
+    processing_ms: u64,
+    workers: usize,
+) -> Vec<(usize, u64)> {
+    let times: Vec<u64> = (0..n)
+        .map(|_| {
+            if processing_ms > 0 {
+                rng.below(2 * processing_ms + 1)
+            } else {
+                0
+            }
+        })
+        .collect();
+    if workers <= 1 {
+        return times.into_iter().enumerate().collect();
+    }
+    let mut free = vec![0u64; workers];
+    let mut done: Vec<(usize, u64)> = times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let w = (0..workers).min_by_key(|&w| (free[w], w)).unwrap_or(0);
+            free[w] += t;
+            (i, free[w])
+        })
+        .collect();
+    done.sort_by_key(|&(i, at)| (at, i));
+    done
 }
 
 async fn consumer_task(b: Arc<dyn Driver>, sh: Arc<Shared>) {
@@ -675,6 +731,7 @@ mod tests {
             (r#"{"transformers": 0}"#, "transformers = 0"),
             (r#"{"batch": 0}"#, "batch = 0"),
             (r#"{"crash-rate": 1.5}"#, "crash-rate = 1.5"),
+            (r#"{"workers": 0}"#, "workers = 0"),
         ] {
             let c: TwoHopConfig = serde_json::from_str(bad).expect(bad);
             let e = c.check().expect_err(bad);
@@ -694,5 +751,32 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("redis") && e.contains("two-hop"), "{e}");
+    }
+
+    #[test]
+    fn a_worker_pool_sends_in_the_order_the_transforms_end() {
+        // One worker: the order read, each with its own wait.
+        let mut a = Rng::new(4);
+        let one = transform_plan(&mut a, 5, 20, 1);
+        assert_eq!(one.iter().map(|p| p.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        let mut b = Rng::new(4);
+        let times: Vec<u64> = (0..5).map(|_| b.below(41)).collect();
+        assert_eq!(one.iter().map(|p| p.1).collect::<Vec<_>>(), times);
+        // Three workers over the same times: each input starts when a worker is
+        // free, and the outputs go in the order the transforms end.
+        let pool = transform_plan(&mut Rng::new(4), 5, 20, 3);
+        let mut free = [0u64; 3];
+        let mut want: Vec<(usize, u64)> = Vec::new();
+        for (i, t) in times.iter().enumerate() {
+            let w = (0..3).min_by_key(|&w| (free[w], w)).expect("a worker");
+            free[w] += t;
+            want.push((i, free[w]));
+        }
+        want.sort_by_key(|&(i, at)| (at, i));
+        assert_eq!(pool, want);
+        assert!(pool.windows(2).all(|w| w[0].1 <= w[1].1));
+        // No transform time: the order read, whatever the pool.
+        let flat = transform_plan(&mut Rng::new(4), 4, 0, 3);
+        assert_eq!(flat, [(0, 0), (1, 0), (2, 0), (3, 0)]);
     }
 }

@@ -240,3 +240,41 @@ fn kafka_two_hop_transformers_in_one_group_keep_each_keys_order() {
     assert_eq!(r.code, 0, "{}", r.verdict);
     no_leftovers(&r.dir);
 }
+
+const KAFKA_WORKERS: &str = include_str!("../../../ci/scenarios/kafka-two-hop-workers.toml");
+
+/// O7's unsafe side on Kafka: the same group of three transformers, each with a
+/// pool of four workers that send each output as its own transform ends. A
+/// key's later input overtakes an earlier one inside the transformer: the
+/// consumer of B gets F2 before F1, and the checker says the order broke in the
+/// transformer (the transformer read the inputs in order).
+#[test]
+fn kafka_two_hop_worker_pool_in_a_transformer_reorders_a_key() {
+    let started = Instant::now();
+    let r = run_scenario("two-hop-kafka-workers", KAFKA_WORKERS, &["--time", "12s"]);
+    print("kafka, three transformers, four workers each", &r, started);
+    let (early, dups, outputs) = recount_order(&r.dir);
+    eprintln!("recounted: {early} outputs early, {dups} inputs transformed twice or more, {outputs} outputs");
+    assert!(outputs > 300, "only {outputs} outputs sent");
+    assert!(early > 0, "no output overtook another");
+    assert_eq!(
+        count(&r, "two-hop-order"),
+        early,
+        "{}",
+        r.verdict["anomalies"]
+    );
+    assert_eq!(count(&r, "two-hop-lost"), 0);
+    let places: Vec<String> = r.verdict["anomalies"]["two-hop-order"]["examples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| e["broke_at"].as_str().unwrap_or("?").to_string())
+        .collect();
+    assert!(
+        places.iter().any(|p| p == "transformer"),
+        "no example traced to the transformer: {places:?}"
+    );
+    assert_eq!(r.verdict["guarantees"]["key-order"], "violated");
+    assert_eq!(r.code, 1, "{}", r.verdict["anomalies"]);
+    no_leftovers(&r.dir);
+}
