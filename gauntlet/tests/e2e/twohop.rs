@@ -5,7 +5,8 @@
 //! transformer keeps it, also when the nemesis kills it between its sends and
 //! its ack (then inputs are transformed twice: `two-hop-duplicate`, order
 //! intact). On Kafka, three transformers in one consumer group never share a
-//! partition, so a key's order holds through both hops.
+//! partition, so a key's order holds through both hops, until each transformer
+//! runs a pool of workers that send outputs as their transforms end.
 use crate::common::*;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
