@@ -14,7 +14,7 @@
 //! before any of them is processed.
 use crate::client::{Consumer, Outcome, Received};
 use crate::drivers::redis::{connect, timed};
-use crate::queue::{ack, received_json, wire, ConsumerConfig, WireEvent};
+use crate::queue::{ack, poll_recorded, received_json, wire, ConsumerConfig, Polled, WireEvent};
 use crate::stall::{stall_here, Stall, StallPoint};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
@@ -314,18 +314,10 @@ pub async fn run_dedup_consumer(
     let mut store = Store::new(&dedup.addr, dedup.ttl_ms);
     let mut empty = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        emit(wire("invoke", "poll", &cfg.group, None, None));
-        let msgs = match consumer.poll(cfg.batch, cfg.wait).await {
-            Outcome::Ok(msgs) => msgs,
-            Outcome::Fail(e) => {
-                emit(wire("fail", "poll", &cfg.group, None, Some(e)));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-            Outcome::Info(e) => {
-                emit(wire("info", "poll", &cfg.group, None, Some(e)));
-                return;
-            }
+        let msgs = match poll_recorded(consumer, cfg, emit).await {
+            Polled::Got(msgs) => msgs,
+            Polled::Again => continue,
+            Polled::Gone => return,
         };
         emit(wire(
             "ok",

@@ -463,6 +463,38 @@ pub(crate) async fn ack(
     }
 }
 
+/// What one recorded poll gave a consumer loop.
+pub(crate) enum Polled {
+    /// It ended `ok` with these messages (its completion not yet recorded).
+    Got(Vec<Received>),
+    /// It ended `fail` (recorded, after a short pause): poll again.
+    Again,
+    /// Its end is unknown (recorded): the worker ends, and comes back under a new number.
+    Gone,
+}
+
+/// Records a poll's invoke, polls, and records a `fail` or `info` end; an `ok`
+/// end is the caller's to record (after processing, or with what it did).
+pub(crate) async fn poll_recorded(
+    consumer: &mut dyn Consumer,
+    cfg: &ConsumerConfig,
+    emit: &mut dyn FnMut(WireEvent),
+) -> Polled {
+    emit(wire("invoke", "poll", &cfg.group, None, None));
+    match consumer.poll(cfg.batch, cfg.wait).await {
+        Outcome::Ok(msgs) => Polled::Got(msgs),
+        Outcome::Fail(e) => {
+            emit(wire("fail", "poll", &cfg.group, None, Some(e)));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Polled::Again
+        }
+        Outcome::Info(e) => {
+            emit(wire("info", "poll", &cfg.group, None, Some(e)));
+            Polled::Gone
+        }
+    }
+}
+
 /// The consumer loop of a worker, reporting every op through `emit`.
 ///
 /// A poll's `ok` is recorded once its batch has been processed: a delivery in
@@ -484,18 +516,10 @@ pub async fn run_consumer(
 ) {
     let mut empty = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        emit(wire("invoke", "poll", &cfg.group, None, None));
-        let msgs = match consumer.poll(cfg.batch, cfg.wait).await {
-            Outcome::Ok(msgs) => msgs,
-            Outcome::Fail(e) => {
-                emit(wire("fail", "poll", &cfg.group, None, Some(e)));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-            Outcome::Info(e) => {
-                emit(wire("info", "poll", &cfg.group, None, Some(e)));
-                return;
-            }
+        let msgs = match poll_recorded(consumer, cfg, emit).await {
+            Polled::Got(msgs) => msgs,
+            Polled::Again => continue,
+            Polled::Gone => return,
         };
         let record = |emit: &mut dyn FnMut(WireEvent), msgs: &[Received]| {
             emit(wire(

@@ -61,17 +61,7 @@ impl Recipe for Redis {
         if index > 0 {
             cmd.extend(["--replicaof".into(), ctx.nodes[0].clone(), "6379".into()]);
         }
-        NodePlan {
-            entrypoint: Some(vec![
-                "sh".into(),
-                "-c".into(),
-                "mkdir -p /data && exec \"$@\"".into(),
-                "redis".into(),
-            ]),
-            cmd,
-            env: Vec::new(),
-            user: None,
-        }
+        redis_node(cmd)
     }
     fn data_dir(&self, ctx: &ClusterContext) -> Option<DataDir> {
         // The append-only file, in parts under appendonlydir/ since Redis 7.
@@ -151,19 +141,24 @@ pub fn dedup_store_plan() -> (NodePlan, Probe) {
     .map(|s| s.to_string())
     .collect();
     (
-        NodePlan {
-            entrypoint: Some(vec![
-                "sh".into(),
-                "-c".into(),
-                "mkdir -p /data && exec \"$@\"".into(),
-                "redis".into(),
-            ]),
-            cmd,
-            env: Vec::new(),
-            user: None,
-        },
+        redis_node(cmd),
         Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG"),
     )
+}
+
+/// A node that runs `redis-server` with `cmd`, its data directory made first.
+fn redis_node(cmd: Vec<String>) -> NodePlan {
+    NodePlan {
+        entrypoint: Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "mkdir -p /data && exec \"$@\"".into(),
+            "redis".into(),
+        ]),
+        cmd,
+        env: Vec::new(),
+        user: None,
+    }
 }
 
 #[cfg(test)]
