@@ -78,9 +78,8 @@ pub(crate) fn flow(h: &History) -> Option<Flow> {
     // partition, or the send's).
     let nparts = h.partitions.len();
     let mut part_rows = rows(nparts);
-    let mut delivered_in = vec![NONE; 0];
     if nparts > 0 {
-        delivered_in = vec![NONE; h.sends.len()];
+        let mut delivered_in = vec![NONE; h.sends.len()];
         for l in &lags {
             delivered_in[l.send as usize] = l.partition;
         }
@@ -95,7 +94,6 @@ pub(crate) fn flow(h: &History) -> Option<Flow> {
             }
         }
     }
-    drop(delivered_in);
     let part_lags = grouped(&lags, nparts, |l| {
         (l.partition != NONE).then_some(l.partition)
     });
