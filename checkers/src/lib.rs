@@ -442,21 +442,12 @@ fn check_passes(
         .collect();
     let nothing_delivered = h.deliveries.is_empty();
     let mut guarantees = BTreeMap::new();
-    let judged_guarantees: &[Guarantee] = if h.processing.is_empty() {
-        &Guarantee::ALL
+    let processing: &[Guarantee] = if h.processing.is_empty() {
+        &[]
     } else {
-        &[
-            Guarantee::AtMostOnce,
-            Guarantee::AtLeastOnce,
-            Guarantee::ExactlyOnce,
-            Guarantee::ProducerOrder,
-            Guarantee::KeyOrder,
-            Guarantee::PartitionOrder,
-            Guarantee::TotalOrder,
-            Guarantee::ExactlyOnceProcessing,
-        ]
+        &Guarantee::PROCESSING
     };
-    for &g in judged_guarantees {
+    for &g in Guarantee::ALL.iter().chain(processing) {
         let violated = breaks(g).iter().any(|&k| count(k) > 0);
         let unknown = match g {
             Guarantee::AtMostOnce => false,

@@ -14,11 +14,11 @@
 //! before any of them is processed.
 use crate::client::{Consumer, Outcome, Received};
 use crate::drivers::redis::{connect, timed};
-use crate::queue::{ack, poll_recorded, received_json, wire, ConsumerConfig, Polled, WireEvent};
+use crate::queue::{ack, poll_ok, poll_recorded, wire, ConsumerConfig, Polled, WireEvent};
 use crate::stall::{stall_here, Stall, StallPoint};
 use redis::aio::MultiplexedConnection;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -319,13 +319,7 @@ pub async fn run_dedup_consumer(
             Polled::Again => continue,
             Polled::Gone => return,
         };
-        emit(wire(
-            "ok",
-            "poll",
-            &cfg.group,
-            Some(Value::Array(msgs.iter().map(received_json).collect())),
-            None,
-        ));
+        emit(poll_ok(cfg, &msgs));
         if msgs.is_empty() {
             empty += 1;
             if cfg.drain_after_empty.is_some_and(|n| empty >= n) {

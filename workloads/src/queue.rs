@@ -463,6 +463,17 @@ pub(crate) async fn ack(
     }
 }
 
+/// A poll's `ok` completion with the messages it delivered.
+pub(crate) fn poll_ok(cfg: &ConsumerConfig, msgs: &[Received]) -> WireEvent {
+    wire(
+        "ok",
+        "poll",
+        &cfg.group,
+        Some(Value::Array(msgs.iter().map(received_json).collect())),
+        None,
+    )
+}
+
 /// What one recorded poll gave a consumer loop.
 pub(crate) enum Polled {
     /// It ended `ok` with these messages (its completion not yet recorded).
@@ -521,15 +532,7 @@ pub async fn run_consumer(
             Polled::Again => continue,
             Polled::Gone => return,
         };
-        let record = |emit: &mut dyn FnMut(WireEvent), msgs: &[Received]| {
-            emit(wire(
-                "ok",
-                "poll",
-                &cfg.group,
-                Some(Value::Array(msgs.iter().map(received_json).collect())),
-                None,
-            ))
-        };
+        let record = |emit: &mut dyn FnMut(WireEvent), msgs: &[Received]| emit(poll_ok(cfg, msgs));
         if msgs.is_empty() {
             record(emit, &msgs);
             empty += 1;

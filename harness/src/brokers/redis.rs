@@ -37,20 +37,7 @@ impl Recipe for Redis {
         }
     }
     fn node(&self, ctx: &ClusterContext, index: usize) -> NodePlan {
-        let mut cmd: Vec<String> = [
-            "redis-server",
-            "--bind",
-            "0.0.0.0",
-            "--protected-mode",
-            "no",
-            "--port",
-            "6379",
-            "--dir",
-            "/data",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut cmd = server_args();
         let aof = ctx.durability.redis;
         cmd.extend([
             "--appendonly".into(),
@@ -122,7 +109,18 @@ impl Recipe for Redis {
 /// append-only file synced on every write (`appendfsync always`), so a mark it
 /// acknowledged survives a SIGKILL of the node. How it starts, and when it is ready.
 pub fn dedup_store_plan() -> (NodePlan, Probe) {
-    let cmd = [
+    let mut cmd = server_args();
+    cmd.extend(["--appendonly", "yes", "--appendfsync", "always"].map(String::from));
+    (
+        redis_node(cmd),
+        Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG"),
+    )
+}
+
+/// What every Redis node of Gauntlet's starts with: `redis-server` on port
+/// 6379 of every interface, its data in `/data`.
+fn server_args() -> Vec<String> {
+    [
         "redis-server",
         "--bind",
         "0.0.0.0",
@@ -132,18 +130,9 @@ pub fn dedup_store_plan() -> (NodePlan, Probe) {
         "6379",
         "--dir",
         "/data",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    (
-        redis_node(cmd),
-        Probe::prints(Command::new(&["redis-cli", "ping"]), "PONG"),
-    )
+    .map(String::from)
+    .to_vec()
 }
 
 /// A node that runs `redis-server` with `cmd`, its data directory made first.

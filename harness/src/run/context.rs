@@ -127,6 +127,21 @@ pub(crate) struct Driven {
     pub(crate) write_failure: Option<WriteFailure>,
 }
 
+impl Driven {
+    /// A phase whose only figure is its workload time, from `t0` to now (the
+    /// txn and two-hop phases), with the recorder's first write error.
+    pub(crate) fn timed(sends: u64, t0: Instant, recorder: &Recorder) -> Driven {
+        Driven {
+            sends,
+            figures: Figures {
+                workload_time: t0.elapsed(),
+                ..Figures::default()
+            },
+            write_failure: recorder.write_error(),
+        }
+    }
+}
+
 /// Returns once writing the history has failed.
 pub(super) async fn until_failed(recorder: &Recorder) {
     while !recorder.failed() {

@@ -7,7 +7,7 @@
 //! kills one of them at that point (it drops its clients and comes back under
 //! a new process number), and `[two-hop] crash-rate` makes one do so between
 //! its sends and its ack on its own.
-use super::context::{Driven, Figures, RunContext};
+use super::context::{Driven, RunContext};
 use super::events::RunEvent;
 use super::faults::prepare_schedule;
 use super::folder::io;
@@ -92,15 +92,7 @@ pub(super) async fn drive_two_hop(ctx: &RunContext<'_>) -> Result<Driven, Harnes
         delivered: s.delivered,
         crashes: s.crashes,
     });
-    let figures = Figures {
-        workload_time: t0.elapsed(),
-        ..Figures::default()
-    };
-    Ok(Driven {
-        sends: s.inputs,
-        figures,
-        write_failure: recorder.write_error(),
-    })
+    Ok(Driven::timed(s.inputs, t0, &recorder))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! client in the middle of 20% of its transactions (a producer crash
 //! mid-transaction: the transaction ends `info`, and the transformer comes
 //! back with the same transactional id); the other faults are the schedule's.
-use super::context::{Driven, Figures, RunContext};
+use super::context::{Driven, RunContext};
 use super::events::RunEvent;
 use super::faults::prepare_schedule;
 use super::folder::io;
@@ -85,13 +85,5 @@ pub(super) async fn drive_txn(ctx: &RunContext<'_>) -> Result<Driven, HarnessErr
         unknown: s.unknown,
         drained: s.drained,
     });
-    let figures = Figures {
-        workload_time: t0.elapsed(),
-        ..Figures::default()
-    };
-    Ok(Driven {
-        sends: s.sends,
-        figures,
-        write_failure: recorder.write_error(),
-    })
+    Ok(Driven::timed(s.sends, t0, &recorder))
 }
