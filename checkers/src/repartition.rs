@@ -73,12 +73,15 @@ fn changes(h: &History) -> Vec<Change> {
     out
 }
 
-/// An earlier message of a (producer, key) already received by the group, on one partition.
+/// An earlier message of a (producer, key) already received by the group, on one
+/// partition, whose send was invoked before one change completed: of all such messages,
+/// the one the group was given last (the best candidate for A against any later B).
 #[derive(Clone, Copy)]
 struct Earlier {
     partition: u32,
-    /// The invoke op index of the poll that first gave it to the group (the latest of
-    /// this partition's messages so far).
+    /// Index into the changes.
+    change: usize,
+    /// The invoke op index of the poll that first gave it to the group.
     poll_invoke: u64,
     delivery: u32,
 }
@@ -103,7 +106,11 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Found {
     }
     for (slot, &group) in idx.groups.iter().enumerate() {
         for ((_, key), sends) in &pairs {
-            // The latest-polled earlier message per partition (few partitions: a list).
+            // Per (partition, change), the latest-polled earlier message sent before the
+            // change completed (few partitions and changes: a list). One representative
+            // per partition alone is not enough: a producer whose metadata lags sends
+            // after the change onto the old partition, and such a message, polled last,
+            // would hide the earlier one that does straddle the change.
             let mut earlier: Vec<Earlier> = Vec::new();
             for &b in sends {
                 let db = idx.first[slot][b as usize];
@@ -113,46 +120,51 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Found {
                 let delivery = &h.deliveries[db as usize];
                 let pb = &h.polls[delivery.poll as usize];
                 let part_b = partition_of(h, b, db);
-                if part_b != NONE {
-                    let send_b = &h.sends[b as usize];
-                    let b_complete = if send_b.complete_time == 0 {
-                        u64::MAX
-                    } else {
-                        send_b.complete_time
-                    };
-                    let hit = earlier.iter().find_map(|a| {
-                        if a.partition == part_b || a.poll_invoke <= pb.complete {
-                            return None;
-                        }
-                        let send_a = &h.sends[h.deliveries[a.delivery as usize].send as usize];
-                        changes
-                            .iter()
-                            .find(|c| send_a.invoke_time < c.done && b_complete > c.began)
-                            .map(|c| (*a, *c))
-                    });
-                    if let Some((a, change)) = hit {
-                        let group_name = h.group_name(group);
-                        if group_keys.insert((group, *key)) {
-                            found.group_hit(group_name);
-                        }
-                        if keys_violated.insert(*key) {
-                            found.example(|| {
-                                let pa = &h.polls[h.deliveries[a.delivery as usize].poll as usize];
-                                Example::RepartitionKeyOrder(RepartitionKeyOrder {
-                                    change: change.index,
-                                    group: group_name.to_string(),
-                                    key: h.key_name(*key).to_string(),
-                                    new_partition: h.partition(part_b).map(|(_, p)| p),
-                                    old_partition: h.partition(a.partition).map(|(_, p)| p),
-                                    received_first: msg_ref(h, db),
-                                    received_first_by: h.process_number(pb.process),
-                                    sent_first: msg_ref(h, a.delivery),
-                                    sent_first_by: h.process_number(pa.process),
-                                })
-                            });
-                        }
+                if part_b == NONE {
+                    continue;
+                }
+                let send_b = &h.sends[b as usize];
+                let b_complete = if send_b.complete_time == 0 {
+                    u64::MAX
+                } else {
+                    send_b.complete_time
+                };
+                let hit = earlier.iter().find(|a| {
+                    a.partition != part_b
+                        && a.poll_invoke > pb.complete
+                        && b_complete > changes[a.change].began
+                });
+                if let Some(a) = hit {
+                    let change = changes[a.change];
+                    let group_name = h.group_name(group);
+                    if group_keys.insert((group, *key)) {
+                        found.group_hit(group_name);
                     }
-                    match earlier.iter_mut().find(|e| e.partition == part_b) {
+                    if keys_violated.insert(*key) {
+                        found.example(|| {
+                            let pa = &h.polls[h.deliveries[a.delivery as usize].poll as usize];
+                            Example::RepartitionKeyOrder(RepartitionKeyOrder {
+                                change: change.index,
+                                group: group_name.to_string(),
+                                key: h.key_name(*key).to_string(),
+                                new_partition: h.partition(part_b).map(|(_, p)| p),
+                                old_partition: h.partition(a.partition).map(|(_, p)| p),
+                                received_first: msg_ref(h, db),
+                                received_first_by: h.process_number(pb.process),
+                                sent_first: msg_ref(h, a.delivery),
+                                sent_first_by: h.process_number(pa.process),
+                            })
+                        });
+                    }
+                }
+                for (ci, c) in changes.iter().enumerate() {
+                    if send_b.invoke_time >= c.done {
+                        continue;
+                    }
+                    match earlier
+                        .iter_mut()
+                        .find(|e| e.partition == part_b && e.change == ci)
+                    {
                         Some(e) if e.poll_invoke < pb.invoke => {
                             e.poll_invoke = pb.invoke;
                             e.delivery = db;
@@ -160,6 +172,7 @@ pub(crate) fn check(h: &History, idx: &Index, max: usize) -> Found {
                         Some(_) => {}
                         None => earlier.push(Earlier {
                             partition: part_b,
+                            change: ci,
                             poll_invoke: pb.invoke,
                             delivery: db,
                         }),

@@ -2,7 +2,10 @@
 //! `repartition-key-order` injected at known keys and its exact expected count.
 //!
 //! One producer sends `before` messages of each key, the nemesis adds
-//! partitions (`from` to `2 * from`), then it sends `after` messages of each key.
+//! partitions (`from` to `2 * from`), then it sends `lagging` messages of each
+//! key still on its old partition (a producer whose metadata has not caught up
+//! with the change: sent after it, so never the earlier half of a counted
+//! pair), then `after` messages of each key.
 //! Key `k` is on partition `k % count`, so with the count doubled a key either
 //! stays (`k % 2from < from`) or moves to a new partition, which holds only
 //! messages sent after the change. Each partition has its own consumer of one
@@ -13,7 +16,10 @@
 //! 2. the *overlapping* moved keys: their later messages' poll is invoked, then
 //!    the earlier messages' poll, then both complete (a near miss: overlapping
 //!    polls prove no order);
-//! 3. every key's earlier messages, one poll per key on its old partition;
+//! 3. every key's earlier messages, one poll per key on its old partition,
+//!    then every key's lagging messages, one poll per key (so on its old
+//!    partition the latest-polled message of a key is a lagging one, sent
+//!    after the change);
 //! 4. every other key's later messages (the moved ones in order, after their
 //!    earlier messages: a near miss; the keys that stayed: same partition).
 //!
@@ -34,8 +40,11 @@ pub struct RepartitionGen {
     pub from: u32,
     /// Messages of each key sent before the change.
     pub before: usize,
-    /// Messages of each key sent after the change.
+    /// Messages of each key sent after the change, on the new count.
     pub after: usize,
+    /// Messages of each key sent after the change, between the earlier and the
+    /// later ones, still on the old count (the producer's metadata lags).
+    pub lagging: usize,
     /// Moved keys whose later messages the group receives first.
     pub inject: usize,
     /// Moved keys whose two polls overlap (not counted).
@@ -49,6 +58,10 @@ pub struct RepartitionGen {
 pub struct RepartitionExpected {
     /// `repartition-key-order`: the injected keys.
     pub repartition_key_order: u64,
+    /// `gap`: one per injected key, and one per overlapping key with lagging
+    /// messages (the overlapping poll gave the group its earlier messages, not
+    /// its lagging ones).
+    pub gap: u64,
     /// Keys that moved to a new partition.
     pub moved: usize,
     /// Messages sent (all `ok`, all delivered once).
@@ -83,6 +96,7 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
     let mut offsets = vec![0i64; to as usize];
     // (key, value, partition, offset) of each key's earlier and later messages.
     let mut earlier: Vec<Vec<(i64, u32, i64)>> = vec![Vec::new(); keys];
+    let mut lagging: Vec<Vec<(i64, u32, i64)>> = vec![Vec::new(); keys];
     let mut later: Vec<Vec<(i64, u32, i64)>> = vec![Vec::new(); keys];
     let mut value = 0i64;
     let mut send = |w: &mut Writer, k: usize, count: u32, offsets: &mut Vec<i64>| {
@@ -133,6 +147,13 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
             json!({"fault_id": 0, "instant": true, "via": "storage",
                    "topics": [{"topic": "t", "partitions_before": from, "partitions_after": to}]}),
         );
+    }
+    // The lagging messages, on the old count.
+    for &k in &first {
+        for _ in 0..cfg.lagging {
+            let m = send(&mut w, k, from, &mut offsets);
+            lagging[k].push(m);
+        }
     }
     // The later messages: the injected keys' first, then the overlapping ones',
     // so offsets rise in poll order on the new partitions.
@@ -190,6 +211,12 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
             poll_ok(&mut w, k, &earlier[k]);
         }
     }
+    for &k in &first {
+        if !lagging[k].is_empty() {
+            poll_invoke(&mut w, &lagging[k]);
+            poll_ok(&mut w, k, &lagging[k]);
+        }
+    }
     // 4. The later messages not yet delivered.
     for &k in order
         .iter()
@@ -205,10 +232,16 @@ pub fn generate_repartition(cfg: &RepartitionGen) -> (Vec<u8>, RepartitionExpect
         .iter()
         .filter(|&&k| !later[k].is_empty() && !earlier[k].is_empty())
         .count() as u64;
+    let gap = counted
+        + overlapping
+            .iter()
+            .filter(|&&k| !later[k].is_empty() && !earlier[k].is_empty() && !lagging[k].is_empty())
+            .count() as u64;
     (
         w.out,
         RepartitionExpected {
             repartition_key_order: if cfg.with_change { counted } else { 0 },
+            gap,
             moved: moved.len(),
             messages: value as u64,
         },
