@@ -28,4 +28,4 @@ pub use op::{parse_op, Msg, Op, OpType, Process, Value, F};
 pub use reader::{
     read, read_bytes, read_bytes_with, read_path, read_path_with, read_with, ReadOptions,
 };
-pub use writer::{Actor, Event, HistoryWriter};
+pub use writer::{Actor, Event, HistoryWriter, Message, Payload};

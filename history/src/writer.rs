@@ -1,5 +1,6 @@
 //! The history writer the recorder uses: one line per event, written and flushed as it happens.
 use crate::op::OpType;
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -22,22 +23,82 @@ pub struct Event {
     pub process: Actor,
     /// `type`: `invoke`, `ok`, `fail` or `info`.
     pub kind: OpType,
-    /// `f`: the function (`send`, `poll`, ..., a fault's name, `phase`).
-    pub f: String,
+    /// `f`: the function (`send`, `poll`, ..., a fault's name, `phase`); a
+    /// constant name costs no allocation.
+    pub f: Cow<'static, str>,
     /// `group`: the consumer group of a `poll`, `ack` or `commit`; `None` is the default group.
     pub group: Option<String>,
     /// Extension: the logical producer of a send invoke, when several processes
     /// share one producer client (a pipelined producer). Absent: the process.
     pub producer: Option<u64>,
-    /// `value`, as JSON; `None` writes no `value`.
-    pub value: Option<serde_json::Value>,
+    /// `value`; `None` writes no `value`.
+    pub value: Option<Payload>,
     /// `error`: the error text of a `fail` or `info`.
     pub error: Option<String>,
 }
 
+/// An event's `value`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    /// Any JSON.
+    Json(serde_json::Value),
+    /// One message, written as the object `{"key", "value"}` with `partition`,
+    /// `offset` and `id` where set: the same line as the JSON object of those
+    /// fields, without building one (the hot path of a send's invoke and completion).
+    Message(Message),
+}
+
+/// A message of a send's invoke or completion (`docs/history-format.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// `key`.
+    pub key: String,
+    /// `value`.
+    pub value: i64,
+    /// `partition`, where the broker gave one.
+    pub partition: Option<i64>,
+    /// `offset`, where the broker gave one.
+    pub offset: Option<i64>,
+    /// `id`: the broker's message id, where it gave one.
+    pub id: Option<String>,
+}
+
+impl Message {
+    /// A message with its key and value only (a send's invoke).
+    pub fn new(key: impl Into<String>, value: i64) -> Self {
+        Message {
+            key: key.into(),
+            value,
+            partition: None,
+            offset: None,
+            id: None,
+        }
+    }
+
+    /// Writes the JSON object, its fields in the order `serde_json` gives an object
+    /// of them (sorted by name), so the line is byte for byte the same.
+    fn write_json(&self, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.push(b'{');
+        if let Some(id) = &self.id {
+            buf.extend_from_slice(b"\"id\":");
+            serde_json::to_writer(&mut *buf, id)?;
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"\"key\":");
+        serde_json::to_writer(&mut *buf, &self.key)?;
+        if let Some(o) = self.offset {
+            write!(buf, ",\"offset\":{o}")?;
+        }
+        if let Some(p) = self.partition {
+            write!(buf, ",\"partition\":{p}")?;
+        }
+        write!(buf, ",\"value\":{}}}", self.value)
+    }
+}
+
 impl Event {
     /// An event with no `group`, `producer`, `value` or `error`.
-    pub fn new(process: Actor, kind: OpType, f: impl Into<String>) -> Self {
+    pub fn new(process: Actor, kind: OpType, f: impl Into<Cow<'static, str>>) -> Self {
         Event {
             process,
             kind,
@@ -50,7 +111,12 @@ impl Event {
     }
     /// This event with `value` set.
     pub fn value(mut self, v: serde_json::Value) -> Self {
-        self.value = Some(v);
+        self.value = Some(Payload::Json(v));
+        self
+    }
+    /// This event with one message as its `value`.
+    pub fn message(mut self, m: Message) -> Self {
+        self.value = Some(Payload::Message(m));
         self
     }
     /// This event with `group` set.
@@ -150,7 +216,7 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
         Actor::Harness => buf.extend_from_slice(b"\"harness\""),
     }
     write!(buf, ",\"type\":\"{}\",\"f\":", e.kind.as_str())?;
-    serde_json::to_writer(&mut *buf, &e.f)?;
+    serde_json::to_writer(&mut *buf, e.f.as_ref())?;
     if let Some(g) = &e.group {
         buf.extend_from_slice(b",\"group\":");
         serde_json::to_writer(&mut *buf, g)?;
@@ -158,9 +224,16 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
     if let Some(p) = e.producer {
         write!(buf, ",\"producer\":{p}")?;
     }
-    if let Some(v) = &e.value {
-        buf.extend_from_slice(b",\"value\":");
-        serde_json::to_writer(&mut *buf, v)?;
+    match &e.value {
+        Some(Payload::Json(v)) => {
+            buf.extend_from_slice(b",\"value\":");
+            serde_json::to_writer(&mut *buf, v)?;
+        }
+        Some(Payload::Message(m)) => {
+            buf.extend_from_slice(b",\"value\":");
+            m.write_json(buf)?;
+        }
+        None => {}
     }
     if let Some(err) = &e.error {
         buf.extend_from_slice(b",\"error\":");
@@ -174,6 +247,47 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
 mod tests {
     use super::*;
     use crate::{Actor, Event, OpType};
+
+    #[test]
+    fn a_message_is_written_byte_for_byte_as_its_json_object() {
+        let cases = [
+            (
+                Message::new("k1", 7),
+                serde_json::json!({"key": "k1", "value": 7}),
+            ),
+            (
+                Message {
+                    partition: Some(2),
+                    offset: Some(-1),
+                    ..Message::new("k \"q\" \u{e9}", -3)
+                },
+                serde_json::json!({"key": "k \"q\" \u{e9}", "value": -3, "partition": 2, "offset": -1}),
+            ),
+            (
+                Message {
+                    id: Some("1733-0".into()),
+                    ..Message::new("k2", i64::MAX)
+                },
+                serde_json::json!({"key": "k2", "value": i64::MAX, "id": "1733-0"}),
+            ),
+            (
+                Message {
+                    partition: Some(0),
+                    offset: Some(9),
+                    id: Some("m\n".into()),
+                    ..Message::new("", 0)
+                },
+                serde_json::json!({"key": "", "value": 0, "partition": 0, "offset": 9, "id": "m\n"}),
+            ),
+        ];
+        for (m, v) in cases {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let e = Event::new(Actor::Client(3), OpType::Ok, "send").producer(1);
+            write_line(&mut a, 5, 6, &e.clone().message(m)).expect("message");
+            write_line(&mut b, 5, 6, &e.value(v)).expect("json");
+            assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+        }
+    }
 
     #[test]
     fn a_batch_is_the_same_lines_as_one_by_one_with_consecutive_indexes() {

@@ -501,7 +501,7 @@ impl<W: Write> Gen<W> {
     }
 
     fn client(&self, p: u64, kind: OpType, f: &str) -> Event {
-        Event::new(Actor::Client(p), kind, f)
+        Event::new(Actor::Client(p), kind, f.to_string())
     }
 
     fn new_process(&mut self) -> u64 {

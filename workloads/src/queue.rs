@@ -6,7 +6,7 @@ use crate::keys::{KeyDistribution, KeyPicker};
 use crate::recorder::Recorder;
 use crate::settings::AckPoint;
 use crate::stall::{stall_here, Stall, StallPoint};
-use gauntlet_history::{Actor, Event, OpType};
+use gauntlet_history::{Actor, Event, Message, OpType, Payload};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -146,7 +146,7 @@ pub async fn run_producers(
                     if recorder
                         .record(
                             &Event::new(actor.clone(), OpType::Invoke, "send")
-                                .value(json!({"key": key, "value": value})),
+                                .message(Message::new(key.as_str(), value)),
                         )
                         .is_err()
                     {
@@ -185,12 +185,17 @@ pub async fn run_producers(
 
 fn send_end(actor: Actor, key: &str, value: i64, outcome: &Outcome<Stored>) -> Event {
     match outcome {
-        Outcome::Ok(s) => Event::new(actor, OpType::Ok, "send").value(stored_json(key, value, s)),
+        Outcome::Ok(s) => Event::new(actor, OpType::Ok, "send").message(Message {
+            partition: s.partition,
+            offset: s.offset,
+            id: s.id.clone(),
+            ..Message::new(key, value)
+        }),
         Outcome::Fail(e) => Event::new(actor, OpType::Fail, "send")
-            .value(json!({"key": key, "value": value}))
+            .message(Message::new(key, value))
             .error(e.clone()),
         Outcome::Info(e) => Event::new(actor, OpType::Info, "send")
-            .value(json!({"key": key, "value": value}))
+            .message(Message::new(key, value))
             .error(e.clone()),
     }
 }
@@ -282,7 +287,7 @@ async fn pipelined_producer(
                 invokes.push(
                     Event::new(Actor::Client(process), OpType::Invoke, "send")
                         .producer(producer_no)
-                        .value(json!({"key": key, "value": value})),
+                        .message(Message::new(key.as_str(), value)),
                 );
                 due_now.push((process, key, value));
                 sent += 1;
@@ -374,10 +379,10 @@ impl WireEvent {
         Some(Event {
             process: Actor::Client(process),
             kind,
-            f: self.f,
+            f: self.f.into(),
             group: self.group,
             producer: None,
-            value: self.value,
+            value: self.value.map(Payload::Json),
             error: self.error,
         })
     }

@@ -23,7 +23,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 pub(super) fn nemesis_event(kind: OpType, f: &str, value: serde_json::Value) -> Event {
-    Event::new(Actor::Nemesis, kind, f).value(value)
+    Event::new(Actor::Nemesis, kind, f.to_string()).value(value)
 }
 
 /// Marks a nemesis event with the schedule position of its fault, which pairs a

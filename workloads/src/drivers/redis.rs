@@ -144,14 +144,15 @@ struct RedisProducer {
 }
 
 fn xadd(key: &str, value: i64) -> redis::Cmd {
-    redis::cmd("XADD")
-        .arg(STREAM)
+    // Built in place: `.to_owned()` after the chain would copy the command once more.
+    let mut c = redis::cmd("XADD");
+    c.arg(STREAM)
         .arg("*")
         .arg("key")
         .arg(key)
         .arg("value")
-        .arg(value)
-        .to_owned()
+        .arg(value);
+    c
 }
 
 /// The outcome of one XADD from its place in a pipeline's answer.
@@ -197,6 +198,8 @@ async fn pipeline_task(
 ) {
     let mut con = Some(con);
     let mut batch: Vec<Queued> = Vec::with_capacity(PIPELINE_MAX);
+    // One pipeline, cleared for each batch: its command list keeps its capacity.
+    let mut pipe = redis::pipe();
     while let Some(first) = rx.recv().await {
         batch.push(first);
         while batch.len() < PIPELINE_MAX {
@@ -222,7 +225,7 @@ async fn pipeline_task(
             }
         }
         let Some(c) = con.as_mut() else { continue };
-        let mut pipe = redis::pipe();
+        pipe.clear();
         for (key, value, _) in &batch {
             pipe.add_command(xadd(key, *value));
         }
