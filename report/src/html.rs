@@ -80,6 +80,7 @@ svg .fault{fill:var(--fault);opacity:.35}
 svg .fault-iv{fill:#cf222e;opacity:.25}
 svg .open-end{font-size:9px;fill:#cf222e}
 svg .instant{stroke:#cf222e;stroke-width:1.5;stroke-dasharray:3 2}
+svg .disk{fill:#8250df;stroke:#fff;stroke-width:.8}
 svg .lane{fill:#f6f8fa}
 .s-ok{fill:#0969da}.s-poll{fill:#2da44e}.s-info{fill:#bf8700}.s-fail{fill:#cf222e}.s-miss{fill:#cf222e}
 i.s-ok{background:#0969da}i.s-poll{background:#2da44e}i.s-info{background:#bf8700}i.s-fail,i.s-miss{background:#cf222e}
@@ -296,6 +297,18 @@ fn draw_faults(
                 crate::repartition::LABEL
             );
         }
+    }
+    // What each disk fault dropped or changed, node by node, where it happened: a
+    // marker on the nemesis lane (or the plot's top) whose title says it in words.
+    let y = lane.map_or(top, |(ly, _)| ly);
+    for d in crate::disk::effects(&h.nemesis).iter().take(MAX_ROWS) {
+        let x = ax.x(d.time);
+        let label = format!("{} on {} (op {}): {}", d.fault, d.node, d.index, d.words);
+        let _ = write!(
+            out,
+            r#"<path class="disk" d="M{x:.1},{y:.1}l4.5,5l-4.5,5l-4.5,-5z"><title>{}</title></path>"#,
+            esc(&cut(&label, 400))
+        );
     }
 }
 

@@ -100,3 +100,64 @@ fn an_instant_a_healed_fault_and_one_open_at_the_end() {
         assert!(p.contains("open at end</text>"));
     }
 }
+
+/// A power loss of two nodes and a corruption of one: each is marked on the
+/// timeline where it happened, node by node, with what it dropped or changed.
+#[test]
+fn a_power_loss_and_a_corruption_are_marked_on_the_timeline_with_what_they_did_per_node() {
+    let s = 1_000_000_000u64;
+    let lines = [
+        r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1}}"#
+            .to_string(),
+        format!(
+            r#"{{"index":1,"time":{},"process":0,"type":"ok","f":"send","value":{{"key":"k","value":1,"partition":0,"offset":0}}}}"#,
+            s / 10
+        ),
+        format!(
+            r#"{{"index":2,"time":{},"process":"nemesis","type":"invoke","f":"power-loss","value":{{"fault":"power-loss:all","fault_id":0}}}}"#,
+            s
+        ),
+        format!(
+            r#"{{"index":3,"time":{},"process":"nemesis","type":"info","f":"power-loss","value":{{"nodes":["n1","n2"],"fault_id":0,"each":[{{"node":"n1","disk":{{"fault":"power-loss","pending_files":2,"dropped_bytes":5000,"kept_bytes":0}}}},{{"node":"n2","disk":{{"fault":"power-loss","pending_files":0,"dropped_bytes":0,"kept_bytes":0}}}}]}}}}"#,
+            s + 1000
+        ),
+        format!(
+            r#"{{"index":4,"time":{},"process":"nemesis","type":"invoke","f":"corrupt","value":{{"fault":"corrupt:bitflip","target":"n3","fault_id":1}}}}"#,
+            3 * s
+        ),
+        format!(
+            r#"{{"index":5,"time":{},"process":"nemesis","type":"info","f":"corrupt","value":{{"node":"n3","fault_id":1,"disk":{{"fault":"corrupt:bitflip","changes":[{{"path":"jetstream/1.blk","offset":40,"bit":3}}]}}}}}}"#,
+            3 * s + 1000
+        ),
+        format!(
+            r#"{{"index":6,"time":{},"process":5,"type":"invoke","f":"poll"}}"#,
+            4 * s
+        ),
+        format!(
+            r#"{{"index":7,"time":{},"process":5,"type":"ok","f":"poll","value":[{{"key":"k","value":1,"partition":0,"offset":0}}]}}"#,
+            5 * s
+        ),
+    ];
+    let text = lines.join("\n") + "\n";
+    let h = gauntlet_history::read_bytes("disk.jsonl", text.as_bytes()).expect("history");
+    let v = gauntlet_checkers::check(&h, &CheckOptions::default());
+    let p = render(
+        &h,
+        &v,
+        &HtmlOptions {
+            title: "disk",
+            scenario_toml: None,
+            scenario: None,
+        },
+    );
+    let timeline = &p[p.find("<svg id=\"timeline\"").expect("timeline")..];
+    let timeline = &timeline[..timeline.find("</svg>").expect("end of timeline")];
+    for marker in [
+        "<title>power-loss on n1 (op 3): dropped 4.9 KiB of unsynced writes in 2 files</title>",
+        "<title>power-loss on n2 (op 3): nothing was waiting for an fsync: nothing dropped</title>",
+        "<title>corrupt:bitflip on n3 (op 5): flipped 1 bit: bit 3 of byte 40 of jetstream/1.blk</title>",
+    ] {
+        assert!(timeline.contains(marker), "{marker} not in {timeline}");
+    }
+    assert_eq!(timeline.matches("class=\"disk\"").count(), 3);
+}
