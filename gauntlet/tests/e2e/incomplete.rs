@@ -267,3 +267,201 @@ fn a_full_disk_stops_the_run_and_its_verdict_is_unknown_never_invalid() {
     assert!(text.contains("send"), "{text}");
     no_leftovers(&dir);
 }
+
+/// The labelled containers and networks of `run` (`docker ps -a` / `docker network ls`).
+fn objects_of(run: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for args in [&["ps", "-a", "-q"][..], &["network", "ls", "-q"][..]] {
+        let o = Command::new("docker")
+            .args(args)
+            .args(["--filter", &format!("label=gauntlet.run={run}")])
+            .output()
+            .expect("docker");
+        out.extend(
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_string),
+        );
+    }
+    out
+}
+
+/// A run of Redis with `power-loss` scheduled (so its node has Gauntlet's
+/// filesystem mounted inside over the data directory), once its workload runs
+/// and the mount is up: the child, the run id, the node and the host pids of
+/// the filesystem's processes.
+struct DiskRun {
+    child: std::process::Child,
+    run: String,
+    node: String,
+    fs_pids: Vec<String>,
+    file: PathBuf,
+    results: PathBuf,
+}
+
+fn start_disk_run(what: &str) -> DiskRun {
+    let name = format!("disk-{what}-{}", std::process::id());
+    let results = results_dir(&format!("disk-{what}"));
+    let file = std::env::temp_dir().join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "{name}"
+broker = "redis"
+nodes = 1
+time = "120s"
+rate = 50
+nemesis = ["power-loss"]
+nemesis-interval = "60s"
+"#
+        ),
+    )
+    .expect("scenario");
+    let (child, _seen) = start_run(&[&file.display().to_string()], &results);
+    // From here a failed assertion still stops the run (Drop).
+    let mut r = DiskRun {
+        child,
+        run: String::new(),
+        node: String::new(),
+        fs_pids: Vec::new(),
+        file,
+        results,
+    };
+    // The run id begins with the results folder's `<scenario>/<stamp>`, joined by
+    // `-` (`latest` is a link to the stamp's folder).
+    let history = wait_for("the run's history", Duration::from_secs(60), || {
+        history_under(&r.results)
+    });
+    let dir = std::fs::canonicalize(history.parent().expect("run folder")).expect("run folder");
+    let stamp = dir.file_name().and_then(|s| s.to_str()).expect("stamp");
+    // The id goes on with the harness's pid: read it off the run's containers.
+    let prefix = format!("{name}-{stamp}");
+    r.run = wait_for("the run's containers", Duration::from_secs(60), || {
+        let o = Command::new("docker")
+            .args([
+                "ps",
+                "-a",
+                "--filter",
+                "label=gauntlet.run",
+                "--format",
+                "{{.Label \"gauntlet.run\"}}",
+            ])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .map(str::to_string)
+    });
+    let objects = objects_of(&r.run);
+    assert!(!objects.is_empty(), "no container of run {}", r.run);
+    // The filesystem is mounted in the node, and its process runs there.
+    r.node = wait_for("the node's mount", Duration::from_secs(60), || {
+        objects.iter().find(|id| {
+            Command::new("docker")
+                .args(["exec", id, "grep", "-q", "fuse", "/proc/mounts"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    })
+    .clone();
+    let top = Command::new("docker")
+        .args(["top", &r.node, "-eo", "pid,args"])
+        .output()
+        .expect("docker top");
+    let top = String::from_utf8_lossy(&top.stdout).to_string();
+    r.fs_pids = top
+        .lines()
+        .filter(|l| l.contains("diskfs"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    eprintln!(
+        "run {}: node {}, the filesystem's processes {:?}\n{top}",
+        r.run, r.node, r.fs_pids
+    );
+    assert!(
+        !r.fs_pids.is_empty(),
+        "no filesystem process in the node:\n{top}"
+    );
+    r
+}
+
+impl Drop for DiskRun {
+    /// A test that failed before its signal still ends the run it started.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-INT", &self.child.id().to_string()])
+                .status();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl DiskRun {
+    /// Nothing of the run is left: no container or network, no process of its
+    /// filesystem, no mount of it on the machine.
+    fn assert_gone(&self) {
+        assert_eq!(objects_of(&self.run), Vec::<String>::new(), "left behind");
+        for pid in &self.fs_pids {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "the filesystem's process {pid} outlived its node"
+            );
+        }
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        assert!(
+            !mounts
+                .lines()
+                .any(|l| l.contains(&self.node) || l.contains("diskfs")),
+            "a mount of the run is left on the machine:\n{mounts}"
+        );
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir_all(&self.results);
+    }
+
+    fn signal(&mut self, sig: &str) -> Option<i32> {
+        let status = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        self.child.wait().expect("wait").code()
+    }
+}
+
+/// Ctrl-C of a run with a disk fault: the run ends as interrupted (exit 130)
+/// and takes its node with it, and the mount inside with the node.
+#[test]
+fn a_disk_fault_run_stopped_by_ctrl_c_leaves_no_mount() {
+    let mut r = start_disk_run("ctrl-c");
+    let code = r.signal("-INT");
+    assert_eq!(code, Some(130));
+    r.assert_gone();
+}
+
+/// A run with a disk fault killed with SIGKILL: its node, with the mount
+/// inside, outlives it (nothing could clean up); `gauntlet clean --run ID`
+/// removes it and the run's network, and the mount goes with the node.
+#[test]
+fn a_disk_fault_run_killed_with_sigkill_leaves_no_mount_after_gauntlet_clean() {
+    let mut r = start_disk_run("sigkill");
+    r.signal("-KILL");
+    assert!(
+        !objects_of(&r.run).is_empty(),
+        "the node went with the harness"
+    );
+    let clean = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .args(["clean", "--run", &r.run])
+        .output()
+        .expect("gauntlet clean");
+    eprintln!(
+        "gauntlet clean --run {}: exit {:?}\n{}{}",
+        r.run,
+        clean.status.code(),
+        String::from_utf8_lossy(&clean.stdout),
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    assert!(clean.status.success());
+    r.assert_gone();
+}
