@@ -302,11 +302,12 @@ fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
 
 /// The consumers' link to their store cut at the harness's proxy (the store
 /// itself up: the consumers run beside Gauntlet, so a partition between nodes
-/// would cut nothing): `client-partition` aimed at `dedup-store` refuses the
+/// would cut nothing): `client-partition:dedup-store` (the role resolved when the
+/// fault fires, as `--nemesis` and a scenario spell it) refuses the
 /// consumers' connections to it. The same pair on Redis Streams.
 #[test]
 fn dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not() {
-    pair_under("redis", "client-partition");
+    pair_under("redis", "client-partition:dedup-store");
 }
 
 /// Mark before: consumers killed between the claim (the store marked the

@@ -140,6 +140,13 @@ fn able(needs: Needs, deployment: &dyn Deployment, scenario: &Scenario) -> Resul
     if needs.pause && !caps.pause {
         return Err("the deployment cannot pause nodes".into());
     }
+    if needs.proxy && needs.role == Some(Role::Storage) {
+        return Err(
+            "the clients never talk to the storage node, so there is no client link of \
+             theirs to it (aim a node fault at it: kill-broker:storage, pause:storage)"
+                .into(),
+        );
+    }
     match needs.role {
         Some(Role::Storage) if deployment.storage_node().is_none() => Err(format!(
             "the {broker} deployment has no storage node (its brokers keep their own data)"

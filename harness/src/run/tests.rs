@@ -39,6 +39,10 @@ fn refusal(s: &Scenario, d: &FakeDeployment) -> String {
     }
 }
 
+fn kafka_three() -> FakeDeployment {
+    FakeDeployment::new(BrokerKind::Kafka, 3)
+}
+
 #[test]
 fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
     let one = FakeDeployment::new(BrokerKind::Redis, 1);
@@ -47,7 +51,8 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
     let no_exec = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.net_admin_exec = false);
     let no_proc = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.process_faults = false);
     let no_pause = FakeDeployment::new(BrokerKind::Redis, 3).with_caps(|c| c.pause = false);
-    let cases: [(&FakeDeployment, &str, &str); 10] = [
+    let with_storage = FakeDeployment::new(BrokerKind::Redis, 3).with_storage();
+    let cases: [(&FakeDeployment, &str, &str); 13] = [
         (&no_pause, "pause", "cannot pause nodes"),
         (&no_pause, "pause:leader", "cannot pause nodes"),
         (
@@ -66,6 +71,19 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
         ),
         (&three, "kill-broker:storage", "has no storage node"),
         (&one, "partition:leader", "needs at least two nodes"),
+        // A link fault aimed at a role: the consumers' dedup store only where there is one,
+        // and never the storage node, which no client talks to.
+        (&three, "client-partition:dedup-store", "has no dedup store"),
+        (
+            &with_storage,
+            "client-partition:storage",
+            "the clients never talk to the storage node",
+        ),
+        (
+            &kafka_three(),
+            "ack-loss:leader",
+            "cannot tell which node leads",
+        ),
     ];
     for (d, fault, why) in cases {
         let got = refusal(&scenario("redis", &[fault]), d);
@@ -94,6 +112,7 @@ fn faults_the_deployment_cannot_do_are_refused_with_the_reason() {
         "partition:ring",
         "kill-broker:storage",
         "ack-loss",
+        "client-partition:leader",
     ] {
         assert_eq!(refusal(&scenario("redis", &[fault]), &able), "", "{fault}");
     }

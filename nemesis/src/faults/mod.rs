@@ -50,6 +50,11 @@ pub enum FaultKind {
     Partition,
     /// A fault on the client link of the target node (see [`LinkFault`]).
     Link(LinkFault),
+    /// A link fault (one without an argument of its own) aimed at the node the
+    /// deployment names for a role, found when the fault fires:
+    /// `client-partition:dedup-store` cuts the consumers off their dedup store
+    /// (seed D7), `ack-loss:leader` drops the leader's replies.
+    LinkOnRole(LinkFault, Role),
     /// `tc qdisc add dev eth0 root netem delay MS` inside the target node, only where
     /// the kernel has `sch_netem` (refused as unsupported otherwise).
     Netem {
@@ -406,24 +411,29 @@ macro_rules! link_spec {
     };
 }
 
+/// A link fault without an argument of its own: on the node the schedule
+/// draws, or (`:ROLE`) on the node in that role.
 fn plain(a: Option<&str>, l: LinkFault) -> Option<FaultKind> {
-    a.is_none().then_some(FaultKind::Link(l))
+    match a {
+        None => Some(FaultKind::Link(l)),
+        Some(r) => role(r).map(|r| FaultKind::LinkOnRole(l, r)),
+    }
 }
 
-link_spec!(ACK_LOSS, "ack-loss", "ack-loss", |a| plain(
+link_spec!(ACK_LOSS, "ack-loss", "ack-loss[:ROLE]", |a| plain(
     a,
     LinkFault::AckLoss
 ));
 link_spec!(
     ONE_WAY,
     "partition-one-way",
-    "partition-one-way",
+    "partition-one-way[:ROLE]",
     |a| plain(a, LinkFault::OneWay)
 );
 link_spec!(
     CLIENT_PARTITION,
     "client-partition",
-    "client-partition",
+    "client-partition[:ROLE]",
     |a| plain(a, LinkFault::ClientPartition)
 );
 link_spec!(LATENCY, "latency", "latency[:MS]", |a| num(a, 200)
@@ -438,8 +448,11 @@ link_spec!(BANDWIDTH, "bandwidth", "bandwidth[:KIB]", |a| num(a, 16)
     .map(|kib_per_sec| FaultKind::Link(LinkFault::Bandwidth {
         kib_per_sec
     })));
-link_spec!(RESET, "reset", "reset", |a| plain(a, LinkFault::Reset));
-link_spec!(BLACKHOLE, "blackhole", "blackhole", |a| plain(
+link_spec!(RESET, "reset", "reset[:ROLE]", |a| plain(
+    a,
+    LinkFault::Reset
+));
+link_spec!(BLACKHOLE, "blackhole", "blackhole[:ROLE]", |a| plain(
     a,
     LinkFault::Blackhole
 ));
@@ -616,7 +629,7 @@ impl FaultKind {
             FaultKind::Pause => &PAUSE,
             FaultKind::Partition => &PARTITION,
             FaultKind::PartitionShape(_) => &PARTITION_SHAPE,
-            FaultKind::Link(l) => match l {
+            FaultKind::Link(l) | FaultKind::LinkOnRole(l, _) => match l {
                 LinkFault::AckLoss => &ACK_LOSS,
                 LinkFault::OneWay => &ONE_WAY,
                 LinkFault::ClientPartition => &CLIENT_PARTITION,
@@ -653,7 +666,7 @@ impl FaultKind {
     pub fn needs(self) -> Needs {
         let needs = self.spec().needs;
         match self {
-            FaultKind::OnRole(_, role) => Needs {
+            FaultKind::OnRole(_, role) | FaultKind::LinkOnRole(_, role) => Needs {
                 role: Some(role),
                 ..needs
             },
@@ -679,7 +692,7 @@ impl FaultKind {
             FaultKind::PartitionShape(s) => s.name().into(),
             FaultKind::Link(l) => return l.arg(),
             FaultKind::Netem { delay_ms } => delay_ms.to_string(),
-            FaultKind::OnRole(_, role) => role.name().into(),
+            FaultKind::OnRole(_, role) | FaultKind::LinkOnRole(_, role) => role.name().into(),
             FaultKind::PowerLoss { torn: true } => "torn".into(),
             FaultKind::Corrupt(c) => c.name().into(),
             FaultKind::OnNodes(_, spread) => spread.name().into(),
@@ -814,6 +827,14 @@ impl Fault {
             let targets = vec![node];
             return Ok((Fault { kind, targets }, value));
         }
+        if let FaultKind::LinkOnRole(l, role) = kind {
+            let node = find_role(cluster, kind, role).await?;
+            let kind = FaultKind::Link(l);
+            let mut value = Fault::start_on(kind, cluster, &node, pick).await?;
+            value["role"] = json!(role.to_string());
+            let targets = vec![node];
+            return Ok((Fault { kind, targets }, value));
+        }
         match kind.spec().acts {
             Acts::Consumer | Acts::Network | Acts::Workload | Acts::Topic => {
                 let value = Fault::start_on(kind, cluster, "", pick).await?;
@@ -929,7 +950,7 @@ impl Fault {
                     why: "the txn workload's transformers do it; it is never scheduled".into(),
                 })
             }
-            FaultKind::OnRole(..) => {
+            FaultKind::OnRole(..) | FaultKind::LinkOnRole(..) => {
                 return Err(failed(kind, target, "a role is resolved by `start`"))
             }
             FaultKind::OnNodes(f, _) => {

@@ -234,6 +234,42 @@ fn network_fault_names_round_trip_with_defaults() {
 }
 
 #[test]
+fn a_link_fault_without_an_argument_can_be_aimed_at_a_role() {
+    // `client-partition:dedup-store`: the consumers cut off their dedup store (seed D7).
+    let k = FaultKind::from_str("client-partition:dedup-store").expect("parse");
+    assert_eq!(
+        k,
+        FaultKind::LinkOnRole(LinkFault::ClientPartition, Role::DedupStore)
+    );
+    assert_eq!(k.to_string(), "client-partition:dedup-store");
+    let needs = k.needs();
+    assert!(needs.proxy);
+    assert_eq!(needs.role, Some(Role::DedupStore));
+    // The history names and the heal are the link fault's.
+    assert_eq!(
+        history_names(k),
+        history_names(FaultKind::Link(LinkFault::ClientPartition))
+    );
+    assert_eq!(k.spec().heal, Heal::PassLinks);
+    for l in [
+        LinkFault::AckLoss,
+        LinkFault::OneWay,
+        LinkFault::ClientPartition,
+        LinkFault::Reset,
+        LinkFault::Blackhole,
+    ] {
+        for r in Role::ALL {
+            let k = FaultKind::LinkOnRole(l, r);
+            assert_eq!(FaultKind::from_str(&k.to_string()).ok(), Some(k));
+        }
+    }
+    // A link fault whose argument is its own (a delay, a share) takes no role.
+    for bad in ["latency:dedup-store", "loss:leader", "client-partition:n1"] {
+        assert!(FaultKind::from_str(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn a_fault_reads_and_writes_as_its_name() {
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
     struct S {
