@@ -73,8 +73,8 @@ pub fn assert_run_folder(dir: &Path) {
     assert!(latest.exists(), "no latest link beside {}", dir.display());
 }
 
-pub fn no_leftovers(dir: &Path) {
-    // The run id is the results folder's scenario/timestamp; check by label that nothing of ours remains.
+/// The run id (label `gauntlet.run`) of every labelled container on the machine, one per line.
+pub fn labelled_runs() -> String {
     let out = Command::new("docker")
         .args([
             "ps",
@@ -86,6 +86,12 @@ pub fn no_leftovers(dir: &Path) {
         ])
         .output()
         .expect("docker ps");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn no_leftovers(dir: &Path) {
+    // The run id is the results folder's scenario/timestamp; check by label that nothing of ours remains.
+    let text = labelled_runs();
     // `<scenario>-<stamp>`, as the run id starts: the stamp alone can match another
     // run started in the same second (other test processes on the same machine).
     let name = |p: Option<&Path>| {
@@ -105,7 +111,6 @@ pub fn no_leftovers(dir: &Path) {
         })
         .collect();
     let stamp = format!("{scenario}-{}", name(Some(dir)));
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         !text.lines().any(|l| l.contains(&stamp)),
         "containers of run {stamp} left behind: {text}"

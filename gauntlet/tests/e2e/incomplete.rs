@@ -337,18 +337,7 @@ nemesis-interval = "60s"
     // The id goes on with the harness's pid: read it off the run's containers.
     let prefix = format!("{name}-{stamp}");
     r.run = wait_for("the run's containers", Duration::from_secs(60), || {
-        let o = Command::new("docker")
-            .args([
-                "ps",
-                "-a",
-                "--filter",
-                "label=gauntlet.run",
-                "--format",
-                "{{.Label \"gauntlet.run\"}}",
-            ])
-            .output()
-            .ok()?;
-        String::from_utf8_lossy(&o.stdout)
+        labelled_runs()
             .lines()
             .find(|l| l.starts_with(&prefix))
             .map(str::to_string)
