@@ -819,21 +819,24 @@ impl Fault {
             FaultKind::OnNodes(f, _) => f.on_node(),
             k => k,
         };
-        if let FaultKind::OnRole(f, role) = kind {
+        // A fault aimed at a role: the fault it is, on the node in that role now.
+        let on_role = match kind {
+            FaultKind::OnRole(f, role) => Some((f.on_node(), role)),
+            FaultKind::LinkOnRole(l, role) => Some((FaultKind::Link(l), role)),
+            _ => None,
+        };
+        if let Some((done, role)) = on_role {
             let node = find_role(cluster, kind, role).await?;
-            let kind = f.on_node();
-            let mut value = Fault::start_on(kind, cluster, &node, pick).await?;
+            let mut value = Fault::start_on(done, cluster, &node, pick).await?;
             value["role"] = json!(role.to_string());
             let targets = vec![node];
-            return Ok((Fault { kind, targets }, value));
-        }
-        if let FaultKind::LinkOnRole(l, role) = kind {
-            let node = find_role(cluster, kind, role).await?;
-            let kind = FaultKind::Link(l);
-            let mut value = Fault::start_on(kind, cluster, &node, pick).await?;
-            value["role"] = json!(role.to_string());
-            let targets = vec![node];
-            return Ok((Fault { kind, targets }, value));
+            return Ok((
+                Fault {
+                    kind: done,
+                    targets,
+                },
+                value,
+            ));
         }
         match kind.spec().acts {
             Acts::Consumer | Acts::Network | Acts::Workload | Acts::Topic => {
