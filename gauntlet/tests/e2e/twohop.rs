@@ -72,6 +72,14 @@ fn recount_order(dir: &std::path::Path) -> (u64, u64, u64) {
     (early, dups, outputs)
 }
 
+/// Runs a two-hop scenario for 12 s and prints its figures under `label`.
+fn run_two_hop(name: &str, toml: &str, label: &str) -> Run {
+    let started = Instant::now();
+    let r = run_scenario(name, toml, &["--time", "12s"]);
+    print(label, &r, started);
+    r
+}
+
 fn print(label: &str, r: &Run, started: Instant) {
     let places: Vec<String> = r.verdict["anomalies"]["two-hop-order"]["examples"]
         .as_array()
@@ -95,9 +103,7 @@ fn print(label: &str, r: &Run, started: Instant) {
 
 #[test]
 fn nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it() {
-    let started = Instant::now();
-    let unsafe_run = run_scenario("two-hop-shared", SHARED, &["--time", "12s"]);
-    print("three transformers sharing A", &unsafe_run, started);
+    let unsafe_run = run_two_hop("two-hop-shared", SHARED, "three transformers sharing A");
     let (early, _, outputs) = recount_order(&unsafe_run.dir);
     eprintln!("recounted from the history: {early} outputs early of {outputs}");
     assert!(outputs > 500, "only {outputs} outputs sent");
@@ -126,9 +132,7 @@ fn nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it() {
     assert_eq!(unsafe_run.verdict["stats"]["drained"], Value::Bool(true));
     no_leftovers(&unsafe_run.dir);
 
-    let started = Instant::now();
-    let safe = run_scenario("two-hop-one", ONE, &["--time", "12s"]);
-    print("one transformer", &safe, started);
+    let safe = run_two_hop("two-hop-one", ONE, "one transformer");
     let (early, dups, outputs) = recount_order(&safe.dir);
     assert!(outputs > 300, "only {outputs} outputs sent");
     assert_eq!((early, dups), (0, 0));
@@ -143,7 +147,6 @@ fn nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it() {
 
 #[test]
 fn nats_two_hop_killed_transformers_duplicate_outputs_and_keep_the_order() {
-    let started = Instant::now();
     let toml = ONE
         .replace(
             "name = \"nats-two-hop-one-transformer\"",
@@ -158,8 +161,11 @@ fn nats_two_hop_killed_transformers_duplicate_outputs_and_keep_the_order() {
         toml.contains("crash-rate = 0.1") && toml.contains("kill-consumer"),
         "{toml}"
     );
-    let r = run_scenario("two-hop-kill", &toml, &["--time", "12s"]);
-    print("one transformer, killed before its ack", &r, started);
+    let r = run_two_hop(
+        "two-hop-kill",
+        &toml,
+        "one transformer, killed before its ack",
+    );
     let kills: Vec<Value> = nemesis_events(&r.dir)
         .into_iter()
         .filter(|e| e["type"] == "info" && e["value"]["transformer"] == Value::Bool(true))
@@ -204,9 +210,11 @@ const KAFKA_GROUP: &str = include_str!("../../../ci/scenarios/kafka-two-hop-grou
 
 #[test]
 fn kafka_two_hop_transformers_in_one_group_keep_each_keys_order() {
-    let started = Instant::now();
-    let r = run_scenario("two-hop-kafka", KAFKA_GROUP, &["--time", "12s"]);
-    print("kafka, three transformers in one group", &r, started);
+    let r = run_two_hop(
+        "two-hop-kafka",
+        KAFKA_GROUP,
+        "kafka, three transformers in one group",
+    );
     let text = std::fs::read_to_string(r.dir.join("history.jsonl")).expect("history.jsonl");
     // Which transformers read inputs (topic `gauntlet`), and from which partitions.
     let mut readers: HashMap<u64, HashSet<i64>> = HashMap::new();
@@ -251,9 +259,11 @@ const KAFKA_WORKERS: &str = include_str!("../../../ci/scenarios/kafka-two-hop-wo
 /// transformer (the transformer read the inputs in order).
 #[test]
 fn kafka_two_hop_worker_pool_in_a_transformer_reorders_a_key() {
-    let started = Instant::now();
-    let r = run_scenario("two-hop-kafka-workers", KAFKA_WORKERS, &["--time", "12s"]);
-    print("kafka, three transformers, four workers each", &r, started);
+    let r = run_two_hop(
+        "two-hop-kafka-workers",
+        KAFKA_WORKERS,
+        "kafka, three transformers, four workers each",
+    );
     let (early, dups, outputs) = recount_order(&r.dir);
     eprintln!("recounted: {early} outputs early, {dups} inputs transformed twice or more, {outputs} outputs");
     assert!(outputs > 300, "only {outputs} outputs sent");
