@@ -377,6 +377,13 @@ pub trait Recipe: Send + Sync {
     fn ports(&self) -> &'static [PortSpec];
     /// Nodes a cluster has when the caller does not say.
     fn default_nodes(&self) -> usize;
+    /// Whether the broker tells its clients which addresses to connect to
+    /// (Kafka's advertised listeners, built from the context's endpoints), so
+    /// that the clients must connect where it says; else a backend may give
+    /// them a shorter way to the nodes than the published ports.
+    fn clients_learn_addresses(&self) -> bool {
+        false
+    }
     /// What a deployment of this broker can do with an image of `flavour`.
     fn capabilities(&self, flavour: Flavour) -> Capabilities;
     /// How to start node `index` (0-based).

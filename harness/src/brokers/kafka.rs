@@ -168,6 +168,10 @@ const PORTS: &[PortSpec] = &[PortSpec {
 }];
 
 impl Recipe for Tansu {
+    fn clients_learn_addresses(&self) -> bool {
+        // Its advertised listeners are the published ports (or the proxy's).
+        true
+    }
     fn kind(&self) -> BrokerKind {
         BrokerKind::Kafka
     }

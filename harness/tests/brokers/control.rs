@@ -105,6 +105,78 @@ async fn pause_stop_restart_and_exec_with_net_admin() {
     common::teardown(dep).await;
 }
 
+/// The `role:` line of `INFO replication` at `addr`.
+async fn role(addr: &str) -> Result<String, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let fut = async {
+        let mut c = client.get_multiplexed_async_connection().await?;
+        redis::cmd("INFO")
+            .arg("replication")
+            .query_async::<String>(&mut c)
+            .await
+    };
+    let info = match tokio::time::timeout(Duration::from_secs(2), fut).await {
+        Ok(r) => r.map_err(|e| e.to_string())?,
+        Err(_) => return Err("timed out".into()),
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .map(|r| r.trim().to_string())
+        .ok_or_else(|| format!("no role in {info:?}"))
+}
+
+/// The clients reach each node at its own address on the run's network, not
+/// through `docker-proxy`, and a node keeps that address when it is killed and
+/// started again, even when another node restarts first and Docker would have
+/// given it the first one's address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_reach_each_node_at_its_own_address_across_kills() {
+    let dep = common::launch(BrokerKind::Redis, Some(2)).await;
+    let addrs = dep.addrs("client");
+    eprintln!("client endpoints: {addrs:?}");
+    assert_eq!(addrs.len(), 2);
+    assert!(
+        addrs.iter().all(|a| !a.starts_with("127.")),
+        "the nodes' own addresses, not the published ports: {addrs:?}"
+    );
+    assert_ne!(addrs[0], addrs[1]);
+    let wait_role = |i: usize, want: &'static str| {
+        let addr = addrs[i].clone();
+        async move {
+            common::retry(
+                &format!("n{} at {addr} answers role:{want}", i + 1),
+                Duration::from_secs(120),
+                || {
+                    let addr = addr.clone();
+                    async move {
+                        match role(&addr).await {
+                            Ok(r) if r == want => Ok(r),
+                            Ok(r) => Err(format!("role:{r}")),
+                            Err(e) => Err(e),
+                        }
+                    }
+                },
+            )
+            .await
+        }
+    };
+    wait_role(0, "master").await;
+    wait_role(1, "slave").await;
+    // Both down, the replica started first: with addresses Docker hands out as
+    // it goes, n2 would take the lower address, n1's.
+    dep.kill("n1").await.expect("kill n1");
+    dep.kill("n2").await.expect("kill n2");
+    dep.start("n2").await.expect("start n2");
+    dep.start("n1").await.expect("start n1");
+    dep.wait_cluster_ready(Duration::from_secs(120))
+        .await
+        .expect("ready after the restarts");
+    assert_eq!(dep.addrs("client"), addrs, "the endpoints do not change");
+    wait_role(0, "master").await;
+    wait_role(1, "slave").await;
+    common::teardown(dep).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_goes_by_the_run_label_only() {
     let docker = docker::connect().await.expect("Docker Engine reachable");

@@ -204,16 +204,19 @@ async fn reconnect(url: &str) -> Result<MultiplexedConnection, String> {
 /// the producers reached 0.61 of `redis-benchmark` on one node.
 const PIPELINES_MAX: usize = 8;
 
+/// A pipeline's answers: awaited in place, then taken.
+type Answers = std::pin::Pin<
+    Box<
+        futures_util::future::MaybeDone<
+            futures_util::future::BoxFuture<'static, Outcome<Vec<Value>>>,
+        >,
+    >,
+>;
+
 /// One pipeline on the wire: its sends' outcome channels and its answers.
 struct OnWire {
     sends: Vec<tokio::sync::oneshot::Sender<Outcome<Stored>>>,
-    answers: std::pin::Pin<
-        Box<
-            futures_util::future::MaybeDone<
-                futures_util::future::BoxFuture<'static, Outcome<Vec<Value>>>,
-            >,
-        >,
-    >,
+    answers: Answers,
 }
 
 impl OnWire {

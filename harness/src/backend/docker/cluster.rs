@@ -4,6 +4,7 @@
 //!
 //! May import: `backend` (the spec), `backend::docker`'s `image` and
 //! `ports`, `broker`, `deployment`, `error` and the labels; never `run`.
+mod addresses;
 mod disk;
 mod probe;
 
@@ -22,7 +23,7 @@ use crate::{RunId, LABEL_BROKER, LABEL_NODE, LABEL_RUN};
 use bollard::container::LogOutput;
 use bollard::exec::StartExecResults;
 use bollard::models::{
-    ContainerCreateBody, EndpointSettings, ExecConfig, HostConfig, NetworkCreateRequest,
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, ExecConfig, HostConfig,
     NetworkingConfig, PortBinding,
 };
 use bollard::query_parameters::{
@@ -30,6 +31,9 @@ use bollard::query_parameters::{
 };
 use bollard::Docker;
 use futures_util::StreamExt;
+
+/// The dedup store's port in its container (Redis's).
+const DEDUP_STORE_PORT: u16 = 6379;
 
 /// Ports a node publishes on the host: the exposed ports and their bindings.
 type PortMap = (Vec<String>, HashMap<String, Option<Vec<PortBinding>>>);
@@ -68,6 +72,10 @@ pub struct DockerDeployment {
     diskfs: Option<PathBuf>,
     /// The nodes whose data it is mounted over, and where their data is.
     mounted: HashMap<String, DataDir>,
+    /// The run network's subnet, when each container has a fixed address on it.
+    addresses: Option<addresses::Addresses>,
+    /// Each container's fixed address on the run's network, by node name.
+    ips: HashMap<String, std::net::Ipv4Addr>,
 }
 
 impl std::fmt::Debug for DockerDeployment {
@@ -146,6 +154,8 @@ impl DockerDeployment {
             torn_down: AtomicBool::new(false),
             diskfs: spec.diskfs.clone(),
             mounted: HashMap::new(),
+            addresses: None,
+            ips: HashMap::new(),
         };
         if spec.dedup_store {
             dep.dedup_port = Some(ports.next().ok_or_else(|| {
@@ -158,7 +168,9 @@ impl DockerDeployment {
         // From here on, an early return drops `dep`, which removes what exists.
         let launched = async {
             dep.create(&spec).await?;
-            dep.form().await
+            dep.form().await?;
+            dep.reach_directly().await;
+            Ok(())
         }
         .await;
         match launched {
@@ -223,6 +235,10 @@ impl DockerDeployment {
             init: Some(true),
             ..Default::default()
         };
+        let ip = self.addresses.as_mut().and_then(|a| a.assign());
+        if let Some(ip) = ip {
+            self.ips.insert(name.to_string(), ip);
+        }
         let mut entrypoint = plan.entrypoint.clone();
         if let (Some(fs), Some(data)) = (self.diskfs.clone(), data) {
             entrypoint = Some(disk::mount(&mut host_config, &fs, plan, &data, what)?);
@@ -243,6 +259,11 @@ impl DockerDeployment {
                     net_name,
                     EndpointSettings {
                         aliases: Some(vec![name.to_string()]),
+                        // Kept across restarts: the clients connect to it.
+                        ipam_config: ip.map(|ip| EndpointIpamConfig {
+                            ipv4_address: Some(ip.to_string()),
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     },
                 )])),
@@ -265,17 +286,10 @@ impl DockerDeployment {
 
     async fn create(&mut self, spec: &ClusterSpec) -> Result<()> {
         let net_name = format!("gauntlet-{}", self.run_id);
-        let net = self
-            .docker
-            .create_network(NetworkCreateRequest {
-                name: net_name.clone(),
-                driver: Some("bridge".into()),
-                labels: Some(self.labels(None)),
-                ..Default::default()
-            })
-            .await
-            .map_err(docker_err(format!("creating network {net_name}")))?;
-        self.network = Some(net.id);
+        let (net, addresses) =
+            addresses::create_network(&self.docker, &net_name, self.labels(None)).await?;
+        self.network = Some(net);
+        self.addresses = addresses;
 
         if let Some(sp) = self.recipe.storage(&self.ctx) {
             // The storage node first, ready before any broker starts (a broker that
@@ -375,7 +389,7 @@ impl DockerDeployment {
     async fn create_dedup_store(&mut self, port: u16) -> Result<()> {
         let name = DEDUP_STORE_NODE.to_string();
         let (plan, ready) = crate::brokers::redis::dedup_store_plan();
-        let key = "6379/tcp".to_string();
+        let key = format!("{DEDUP_STORE_PORT}/tcp");
         let bindings = HashMap::from([(
             key.clone(),
             Some(vec![PortBinding {
@@ -413,6 +427,68 @@ impl DockerDeployment {
             .await
             .map_err(docker_err("starting the dedup store".to_string()))?;
         self.wait_probe(&name, &ready, self.ready_timeout).await
+    }
+
+    /// Once the cluster is formed: the clients connect to each node's fixed
+    /// address on the run's network and the recipe's own port, not through
+    /// the published port and `docker-proxy` (`addresses.rs`), when the host
+    /// reaches that network (Docker Engine on Linux does; Docker Desktop's
+    /// virtual machine does not) and the broker does not tell its clients the
+    /// addresses to use (Kafka's advertised listeners are the published ports).
+    /// Else the published ports stay, as before.
+    async fn reach_directly(&mut self) {
+        if self.recipe.clients_learn_addresses() {
+            return;
+        }
+        let port_of = |name: &str| {
+            self.recipe
+                .ports()
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.port)
+        };
+        let direct =
+            |node: &Node, port_of: &dyn Fn(&str) -> Option<u16>| -> Option<Vec<Endpoint>> {
+                let ip = self.ips.get(&node.name)?;
+                node.endpoints
+                    .iter()
+                    .map(|e| {
+                        Some(Endpoint {
+                            host: ip.to_string(),
+                            port: port_of(&e.port_name)?,
+                            ..e.clone()
+                        })
+                    })
+                    .collect()
+            };
+        let Some(nodes) = self
+            .nodes
+            .iter()
+            .map(|n| direct(n, &port_of))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        let Some(first) = nodes.first().and_then(|e| e.first()) else {
+            return;
+        };
+        let reached = tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio::net::TcpStream::connect(first.addr()),
+        )
+        .await;
+        if !matches!(reached, Ok(Ok(_))) {
+            return;
+        }
+        for (node, endpoints) in self.nodes.iter_mut().zip(nodes) {
+            node.endpoints = endpoints;
+        }
+        if let Some((store, _)) = self.dedup.as_mut() {
+            if let (Some(ip), Some(e)) = (self.ips.get(&store.name), store.endpoints.first_mut()) {
+                e.host = ip.to_string();
+                e.port = DEDUP_STORE_PORT;
+            }
+        }
     }
 
     async fn form(&self) -> Result<()> {
