@@ -447,26 +447,20 @@ impl DockerDeployment {
                 .find(|p| p.name == name)
                 .map(|p| p.port)
         };
-        let direct =
-            |node: &Node, port_of: &dyn Fn(&str) -> Option<u16>| -> Option<Vec<Endpoint>> {
-                let ip = self.ips.get(&node.name)?;
-                node.endpoints
-                    .iter()
-                    .map(|e| {
-                        Some(Endpoint {
-                            host: ip.to_string(),
-                            port: port_of(&e.port_name)?,
-                            ..e.clone()
-                        })
+        let direct = |node: &Node| -> Option<Vec<Endpoint>> {
+            let ip = self.ips.get(&node.name)?;
+            node.endpoints
+                .iter()
+                .map(|e| {
+                    Some(Endpoint {
+                        host: ip.to_string(),
+                        port: port_of(&e.port_name)?,
+                        ..e.clone()
                     })
-                    .collect()
-            };
-        let Some(nodes) = self
-            .nodes
-            .iter()
-            .map(|n| direct(n, &port_of))
-            .collect::<Option<Vec<_>>>()
-        else {
+                })
+                .collect()
+        };
+        let Some(nodes) = self.nodes.iter().map(direct).collect::<Option<Vec<_>>>() else {
             return;
         };
         let Some(first) = nodes.first().and_then(|e| e.first()) else {
