@@ -255,12 +255,6 @@ impl OnWire {
             .take_output()
             .unwrap_or_else(|| Outcome::Info("the pipeline's answer was already taken".into()));
         let n = self.sends.len();
-        let all = |sends: Vec<tokio::sync::oneshot::Sender<Outcome<Stored>>>,
-                   o: Outcome<Stored>| {
-            for tx in sends {
-                let _ = tx.send(o.clone());
-            }
-        };
         match answers {
             Outcome::Ok(values) if values.len() == n => {
                 for (tx, v) in self.sends.into_iter().zip(values) {
@@ -270,18 +264,28 @@ impl OnWire {
             }
             Outcome::Ok(values) => {
                 let e = format!("{} answers to a pipeline of {n}", values.len());
-                all(self.sends, Outcome::Info(e));
+                end_all(self.sends, Outcome::Info(e));
                 true
             }
             Outcome::Fail(e) => {
-                all(self.sends, Outcome::Fail(e));
+                end_all(self.sends, Outcome::Fail(e));
                 false
             }
             Outcome::Info(e) => {
-                all(self.sends, Outcome::Info(e));
+                end_all(self.sends, Outcome::Info(e));
                 false
             }
         }
+    }
+}
+
+/// Ends each of `sends` with the same outcome (a pipeline that failed as a whole).
+fn end_all(
+    sends: impl IntoIterator<Item = tokio::sync::oneshot::Sender<Outcome<Stored>>>,
+    o: Outcome<Stored>,
+) {
+    for tx in sends {
+        let _ = tx.send(o.clone());
     }
 }
 
@@ -306,37 +310,25 @@ async fn pipeline_task(
     let mut on_wire: std::collections::VecDeque<OnWire> = std::collections::VecDeque::new();
     let mut closed = false;
     loop {
-        // Take sends while a pipeline may go out; else wait for the oldest's answer.
-        let may_send = on_wire.len() < PIPELINES_MAX && (con.is_some() || on_wire.is_empty());
         if closed && on_wire.is_empty() {
             return;
         }
-        if may_send && !closed {
-            if on_wire.is_empty() {
-                match rx.recv().await {
-                    Some(q) => batch.push(q),
-                    None => closed = true,
-                }
-            } else {
-                tokio::select! {
-                    biased;
-                    q = rx.recv() => match q {
-                        Some(q) => batch.push(q),
-                        None => closed = true,
-                    },
-                    ok = settle_front(&mut on_wire) => {
-                        if !ok {
-                            con = None;
-                        }
-                        continue;
-                    }
+        // Take sends while a pipeline may go out (a new connection only once
+        // the old one has none on it); else wait for the oldest's answer. One
+        // branch is always on: `may_send` is false only with a pipeline on the wire.
+        let may_send =
+            !closed && on_wire.len() < PIPELINES_MAX && (con.is_some() || on_wire.is_empty());
+        tokio::select! {
+            biased;
+            q = rx.recv(), if may_send => match q {
+                Some(q) => batch.push(q),
+                None => closed = true,
+            },
+            ok = settle_front(&mut on_wire), if !on_wire.is_empty() => {
+                if !ok {
+                    con = None;
                 }
             }
-        } else if !on_wire.is_empty() {
-            if !settle_front(&mut on_wire).await {
-                con = None;
-            }
-            continue;
         }
         if batch.is_empty() {
             continue;
@@ -352,9 +344,7 @@ async fn pipeline_task(
                 Ok(c) => con = Some(c),
                 Err(e) => {
                     // Definite: no connection, nothing of this pipeline was written.
-                    for (_, _, tx) in batch.drain(..) {
-                        let _ = tx.send(Outcome::Fail(e.clone()));
-                    }
+                    end_all(batch.drain(..).map(|(_, _, tx)| tx), Outcome::Fail(e));
                     continue;
                 }
             }
