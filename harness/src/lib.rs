@@ -27,13 +27,14 @@
 //! | module | may import (of this crate) |
 //! |---|---|
 //! | [`error`], [`labels`] | nothing |
+//! | [`machine_lock`] | `error` (locks every Gauntlet process on the machine shares) |
 //! | [`broker`] | nothing (the recipes' types; [`broker::BrokerExt`] is implemented in [`brokers`]) |
 //! | [`images::rootfs`] | nothing (what the images are made of, as data) |
 //! | [`brokers`] | `broker`, `images::rootfs`, `error` (tests: `backend::ClusterSpec`) |
 //! | [`deployment`] | `broker`, `error`, `labels` |
-//! | [`images`] (the builder) | `broker`, `brokers`, `images::*`, `error`, `labels` |
+//! | [`images`] (the builder) | `broker`, `brokers`, `images::*`, `machine_lock`, `error`, `labels` |
 //! | [`backend`] (`mod.rs`, `http.rs`) | `broker`, `deployment`, `error`, `labels` |
-//! | [`backend::docker`] | `backend`, `broker`, `deployment`, `images`, `error`, `labels` |
+//! | [`backend::docker`] | `backend`, `broker`, `deployment`, `images`, `machine_lock`, `error`, `labels` |
 //! | [`backend::ssh`] | `backend`, `broker`, `deployment`, `error`, `labels`: never `run`, never Docker |
 //! | [`backend::lab`] | `backend::docker`, `backend::ssh`, `images`, `error`, `labels` |
 //! | [`proxy`] | `error` |
@@ -54,6 +55,7 @@ pub mod error;
 pub mod images;
 pub mod labels;
 pub mod local;
+pub mod machine_lock;
 pub mod matrix;
 pub mod proxy;
 pub mod run;

@@ -5,10 +5,12 @@
 //! May import: `images::{rootfs, options, engine, base, tansu}`, `broker`,
 //! `brokers` (the recipes: each image's version, the Kafka memory build's
 //! name), `error` and the labels. No recipe imports this file.
-use super::base::{ensure_base, ensure_storage_image};
-use super::engine::{image_id, image_recipe, remove_replaced, tar_one_file};
+use super::base::{ensure_base, ensure_rootfs_image, rootfs_image_present};
+use super::engine::{build_lock, image_id, image_recipe, remove_replaced, tar_one_file};
 use super::options::{BuildOptions, ImageStatus, Progress};
-use super::rootfs::{base_hash, base_image, sha, LABEL_RECIPE, RECIPE_REVISION};
+use super::rootfs::{
+    base_hash, base_image, sha, storage_image, LABEL_RECIPE, RECIPE_REVISION, STORAGE_ROOTFS,
+};
 use super::tansu::{ensure_tansu_pg, TANSU_PG_FEATURES, TANSU_PG_PATH, TANSU_PG_VERSION};
 use crate::broker::{BrokerExt, BrokerKind};
 use crate::error::{docker_err, io_err, Result};
@@ -118,8 +120,91 @@ pub fn broker_tags(broker: BrokerKind) -> Vec<String> {
 }
 
 /// Make sure Gauntlet's image of each broker exists with the current recipe; build
-/// what is missing (and the base under it). Idempotent.
+/// what is missing (and the base under it). Idempotent. A build takes the
+/// machine's image lock, so that several processes that find an image missing
+/// build it once: the first builds, the others wait and then find it present.
 pub async fn ensure_images(
+    docker: &Docker,
+    brokers: &[BrokerKind],
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<Vec<ImageStatus>> {
+    if let Some(all) = all_present(docker, brokers, opts).await? {
+        for s in &all {
+            progress.line(&present_line(s));
+        }
+        return Ok(all);
+    }
+    let _lock = build_lock(progress).await?;
+    ensure_images_locked(docker, brokers, opts, progress).await
+}
+
+/// What the build says of an image it found: a broker's with its recipe.
+fn present_line(s: &ImageStatus) -> String {
+    if s.image == s.broker.default_image() {
+        format!(
+            "{}: present (recipe {})",
+            s.image,
+            &broker_hash(s.broker)[..12]
+        )
+    } else {
+        format!("{}: present", s.image)
+    }
+}
+
+/// Every image `brokers` need (the Kafka storage node's too), when all are
+/// there with their recipes; `None` when one must be built.
+async fn all_present(
+    docker: &Docker,
+    brokers: &[BrokerKind],
+    opts: &BuildOptions,
+) -> Result<Option<Vec<ImageStatus>>> {
+    let mut out = Vec::new();
+    if brokers.contains(&BrokerKind::Kafka) {
+        match rootfs_image_present(docker, &STORAGE_ROOTFS, &storage_image(), opts).await? {
+            Some(s) => out.push(s),
+            None => return Ok(None),
+        }
+    }
+    for &b in brokers {
+        match broker_present(docker, b, opts).await? {
+            Some(s) => out.push(s),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The status of Gauntlet's image of `b` when it is there with its recipe and
+/// every tag (and no rebuild is forced).
+async fn broker_present(
+    docker: &Docker,
+    b: BrokerKind,
+    opts: &BuildOptions,
+) -> Result<Option<ImageStatus>> {
+    let image = b.default_image();
+    // Every tag must be there (the memory build's name of the Kafka image too).
+    let mut all_tagged = true;
+    for tag in broker_tags(b).iter().skip(1) {
+        if image_id(docker, tag).await != image_id(docker, &image).await {
+            all_tagged = false;
+        }
+    }
+    Ok(match image_recipe(docker, &image).await? {
+        Some((label, size)) if label == broker_hash(b) && !opts.force && all_tagged => {
+            Some(ImageStatus {
+                broker: b,
+                image,
+                cached: true,
+                size,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// [`ensure_images`] under the image lock.
+async fn ensure_images_locked(
     docker: &Docker,
     brokers: &[BrokerKind],
     opts: &BuildOptions,
@@ -128,29 +213,18 @@ pub async fn ensure_images(
     let mut out = Vec::new();
     if brokers.contains(&BrokerKind::Kafka) {
         // The Kafka cluster's storage node has an image of its own.
-        out.push(ensure_storage_image(docker, opts, progress).await?);
+        out.push(
+            ensure_rootfs_image(docker, &STORAGE_ROOTFS, storage_image(), opts, progress).await?,
+        );
     }
     let mut missing = Vec::new();
     for &b in brokers {
-        let image = b.default_image();
-        // Every tag must be there (the memory build's name of the Kafka image too).
-        let mut all_tagged = true;
-        for tag in broker_tags(b).iter().skip(1) {
-            if image_id(docker, tag).await != image_id(docker, &image).await {
-                all_tagged = false;
+        match broker_present(docker, b, opts).await? {
+            Some(status) => {
+                progress.line(&present_line(&status));
+                out.push(status);
             }
-        }
-        match image_recipe(docker, &image).await? {
-            Some((label, size)) if label == broker_hash(b) && !opts.force && all_tagged => {
-                progress.line(&format!("{image}: present (recipe {})", &label[..12]));
-                out.push(ImageStatus {
-                    broker: b,
-                    image,
-                    cached: true,
-                    size,
-                });
-            }
-            _ => missing.push(b),
+            None => missing.push(b),
         }
     }
     if missing.is_empty() {

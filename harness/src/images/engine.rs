@@ -2,9 +2,12 @@
 //! and id, importing a rootfs as an image, removing the image a rebuild
 //! replaced, and a one-file tar to add a binary to a container.
 //!
-//! May import: `images::rootfs` (the recipe label), `error`.
+//! May import: `images::{rootfs, options}` (the recipe label, progress),
+//! `machine_lock`, `error`.
+use super::options::Progress;
 use super::rootfs::LABEL_RECIPE;
 use crate::error::{docker_err, io_err, HarnessError, Result};
+use crate::machine_lock::MachineLock;
 use bollard::query_parameters::CreateImageOptions;
 use bollard::Docker;
 use bytes::Bytes;
@@ -12,6 +15,30 @@ use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
+
+/// The name of the machine lock held while images are built.
+pub(super) const IMAGES_LOCK: &str = "images";
+
+/// Takes the machine's image lock: one process builds what is missing while
+/// the others that need it wait, then find it built. Says so when it waits.
+pub(super) async fn build_lock(progress: &dyn Progress) -> Result<MachineLock> {
+    if let Some(lock) = MachineLock::try_acquire(IMAGES_LOCK)? {
+        return Ok(lock);
+    }
+    let t = std::time::Instant::now();
+    progress.line(&format!(
+        "another Gauntlet process is building images; waiting for it (lock {})",
+        crate::machine_lock::lock_dir()
+            .join(format!("{IMAGES_LOCK}.lock"))
+            .display()
+    ));
+    let lock = MachineLock::acquire(IMAGES_LOCK).await?;
+    progress.line(&format!(
+        "the other build ended after {:.0}s",
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(lock)
+}
 
 /// Recipe label of an image, `None` when the image is missing.
 pub(super) async fn image_recipe(docker: &Docker, image: &str) -> Result<Option<(String, i64)>> {
