@@ -3,7 +3,8 @@
 //! and logs are in `cluster/probe.rs`.
 //!
 //! May import: `backend` (the spec), `backend::docker`'s `image` and
-//! `ports`, `broker`, `deployment`, `error` and the labels; never `run`.
+//! `ports`, `broker`, `deployment`, `machine_lock` (the run network's
+//! creation), `error` and the labels; never `run`.
 mod addresses;
 mod disk;
 mod probe;
@@ -76,6 +77,9 @@ pub struct DockerDeployment {
     addresses: Option<addresses::Addresses>,
     /// Each container's fixed address on the run's network, by node name.
     ips: HashMap<String, std::net::Ipv4Addr>,
+    /// The leases of the host ports the nodes publish: no other run chooses
+    /// them while this deployment lives.
+    _host_ports: super::ports::HostPorts,
 }
 
 impl std::fmt::Debug for DockerDeployment {
@@ -103,8 +107,8 @@ impl DockerDeployment {
 
         let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
         let mut host_endpoints = Vec::with_capacity(n);
-        let mut ports =
-            free_ports(n * recipe.ports().len() + usize::from(spec.dedup_store))?.into_iter();
+        let mut host_ports = free_ports(n * recipe.ports().len() + usize::from(spec.dedup_store))?;
+        let mut ports = std::mem::take(&mut host_ports.ports).into_iter();
         for _ in 0..n {
             let mut m = BTreeMap::new();
             for p in recipe.ports() {
@@ -156,6 +160,7 @@ impl DockerDeployment {
             mounted: HashMap::new(),
             addresses: None,
             ips: HashMap::new(),
+            _host_ports: host_ports,
         };
         if spec.dedup_store {
             dep.dedup_port = Some(ports.next().ok_or_else(|| {

@@ -10,16 +10,24 @@
 //! Docker gives a fixed address only on a network whose subnet was named when
 //! it was created. Gauntlet does not choose subnets itself (it cannot see
 //! every route a user's machine has): it creates the network, reads the
-//! subnet Docker chose, and creates it again with that subnet named.
+//! subnet Docker chose, and creates it again with that subnet named. Between
+//! the two creations the subnet is free, so several runs starting together
+//! would take each other's: the three steps run under a machine lock
+//! ([`NETWORK_LOCK`]) that every Gauntlet process takes, and a network made
+//! meanwhile by something else only costs another attempt.
 use crate::error::{docker_err, Result};
+use crate::machine_lock::MachineLock;
 use bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
 use bollard::Docker;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-/// How often the network is created again when another network took its
-/// subnet between the two creations.
+/// How often the network is created again when another network (not
+/// Gauntlet's) took its subnet between the two creations.
 const ATTEMPTS: usize = 5;
+
+/// The machine lock held while a run network is created.
+const NETWORK_LOCK: &str = "docker-network";
 
 /// An IPv4 subnet and the addresses handed out in it, in order from the
 /// first after the gateway.
@@ -87,6 +95,9 @@ pub(super) async fn create_network(
         ipam,
         ..Default::default()
     };
+    // Held to the end of the function: no other Gauntlet run creates a network
+    // while this one's subnet is free between its two creations.
+    let _lock = MachineLock::acquire(NETWORK_LOCK).await?;
     let mut attempt = 0;
     loop {
         attempt += 1;
