@@ -43,6 +43,20 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// How often a pause is asked for when the cgroup freezer could not freeze the
+/// node in time.
+const PAUSE_ATTEMPTS: usize = 4;
+
+/// The engine's answer when the cgroup freezer gave up (runc's "unable to
+/// freeze"): the node is running again, as before the pause was asked for.
+fn is_freeze_timeout(e: &bollard::errors::Error) -> bool {
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError { status_code: 500, message }
+            if message.contains("unable to freeze")
+    )
+}
+
 #[derive(Debug, Clone)]
 struct Node {
     name: String,
@@ -610,11 +624,21 @@ impl NodeControl for DockerDeployment {
 
     async fn pause(&self, node: &str) -> CtlResult<()> {
         let n = self.node(node)?;
-        self.docker
-            .pause_container(&n.container)
-            .await
-            .map_err(docker_err(format!("pausing node {node}")))
-            .map_err(Into::into)
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.docker.pause_container(&n.container).await {
+                Ok(()) => return Ok(()),
+                // The cgroup freezer gives up when a process of the node does not
+                // stop in time (one waiting on the engine's storage, such as
+                // fuse-overlayfs, on a loaded machine); runc thaws the node again
+                // before it answers, so asking again is safe.
+                Err(e) if attempt < PAUSE_ATTEMPTS && is_freeze_timeout(&e) => {
+                    tokio::time::sleep(Duration::from_millis(250 * attempt as u64)).await;
+                }
+                Err(e) => return Err(docker_err(format!("pausing node {node}"))(e).into()),
+            }
+        }
     }
 
     async fn unpause(&self, node: &str) -> CtlResult<()> {
