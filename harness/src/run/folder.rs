@@ -44,7 +44,9 @@ pub(super) struct RunFolder {
 }
 
 /// Makes `<results>/<name>/<timestamp>/` with `nodes/` and the effective
-/// `scenario.toml`, and points `<results>/<name>/latest` at it.
+/// `scenario.toml`, and points `<results>/<name>/latest` at it. A folder is
+/// never shared: a run that starts in the same second as another of the same
+/// scenario (several runs side by side) gets `<timestamp>-2`, `-3`, ...
 pub(super) fn create(
     results: &Path,
     name: &str,
@@ -60,17 +62,36 @@ fn create_at(
     stamp: &str,
 ) -> Result<RunFolder, HarnessError> {
     let base = results.join(name);
-    let dir = base.join(stamp);
-    std::fs::create_dir_all(dir.join(folder::NODES)).map_err(io("creating", &dir))?;
+    std::fs::create_dir_all(&base).map_err(io("creating", &base))?;
+    let mut n = 1;
+    let (dir, stamp) = loop {
+        let stamp = match n {
+            1 => stamp.to_string(),
+            _ => format!("{stamp}-{n}"),
+        };
+        let dir = base.join(&stamp);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break (dir, stamp),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(io("creating", &dir)(e)),
+        }
+    };
+    std::fs::create_dir(dir.join(folder::NODES)).map_err(io("creating", &dir))?;
     std::fs::write(dir.join(folder::SCENARIO), scenario_toml).map_err(io("writing", &dir))?;
-    let latest = base.join("latest");
-    let _ = std::fs::remove_file(&latest);
+    // The link is made beside and renamed over `latest`: a reader never finds
+    // it missing, and runs that start together each leave a valid one.
     #[cfg(unix)]
-    let _ = std::os::unix::fs::symlink(stamp, &latest);
-    Ok(RunFolder {
-        dir,
-        stamp: stamp.to_string(),
-    })
+    {
+        let latest = base.join("latest");
+        let fresh = base.join(format!(".latest-{}-{stamp}", std::process::id()));
+        let _ = std::fs::remove_file(&fresh);
+        if std::os::unix::fs::symlink(&stamp, &fresh).is_ok()
+            && std::fs::rename(&fresh, &latest).is_err()
+        {
+            let _ = std::fs::remove_file(&fresh);
+        }
+    }
+    Ok(RunFolder { dir, stamp })
 }
 
 #[cfg(test)]
@@ -99,6 +120,45 @@ mod tests {
         std::fs::write(&file, "x").expect("file");
         let e = create_at(&file, "s", "", "20261206T010205").expect_err("not a folder");
         assert!(e.to_string().contains("plain-file"), "{e}");
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    #[test]
+    fn runs_started_in_the_same_second_get_folders_of_their_own() {
+        let tmp = std::env::temp_dir().join(format!("gauntlet-folder-same-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let stamp = "20261207T101010";
+        // Several runs at once, as parallel runs of one scenario start them.
+        let made: Vec<RunFolder> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| create_at(&tmp, "s", "", stamp).expect("folder")))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("join"))
+                .collect()
+        });
+        let mut stamps: Vec<&str> = made.iter().map(|f| f.stamp.as_str()).collect();
+        stamps.sort();
+        let mut want: Vec<String> = vec![stamp.to_string()];
+        want.extend((2..=8).map(|n| format!("{stamp}-{n}")));
+        want.sort();
+        assert_eq!(stamps, want);
+        for f in &made {
+            assert_eq!(f.dir, tmp.join("s").join(&f.stamp));
+        }
+        // `latest` names one of them, and no temporary link is left beside it.
+        let latest = std::fs::read_link(tmp.join("s").join("latest")).expect("latest");
+        assert!(
+            want.iter().any(|w| latest.as_os_str() == w.as_str()),
+            "{latest:?}"
+        );
+        let names: Vec<String> = std::fs::read_dir(tmp.join("s"))
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 9, "{names:?}");
         let _ = std::fs::remove_dir_all(&tmp);
     }
 
