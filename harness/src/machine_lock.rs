@@ -48,6 +48,16 @@ impl MachineLock {
         })?
     }
 
+    /// [`MachineLock::acquire`], calling `held` with the lock's file first when
+    /// another holds it (to tell the user what the wait is for).
+    pub async fn acquire_or_tell(name: &str, held: impl FnOnce(&Path)) -> Result<MachineLock> {
+        if let Some(lock) = MachineLock::try_acquire(name)? {
+            return Ok(lock);
+        }
+        held(&lock_path(name)?);
+        MachineLock::acquire(name).await
+    }
+
     /// Takes the lock `name` if it is free now; `None` when another process
     /// (or another handle of this one) holds it.
     pub fn try_acquire(name: &str) -> Result<Option<MachineLock>> {
@@ -107,6 +117,32 @@ mod tests {
         let second = waiter.await.expect("join").expect("acquire after drop");
         drop(second);
         assert!(MachineLock::try_acquire(&name).expect("try").is_some());
+        let _ = std::fs::remove_file(lock_dir().join(format!("{name}.lock")));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_told_only_when_the_lock_is_held() {
+        let name = format!("test-{}-told", std::process::id());
+        let mut told = Vec::new();
+        let free = MachineLock::acquire_or_tell(&name, |p| told.push(p.to_path_buf()))
+            .await
+            .expect("free lock");
+        assert!(told.is_empty(), "told of a wait that did not happen");
+        let waiter = tokio::spawn({
+            let name = name.clone();
+            async move {
+                let mut told = Vec::new();
+                let lock =
+                    MachineLock::acquire_or_tell(&name, |p| told.push(p.to_path_buf())).await;
+                (lock, told)
+            }
+        });
+        // The waiter ends only once the holder lets go.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        drop(free);
+        let (lock, told) = waiter.await.expect("join");
+        assert!(lock.is_ok());
+        assert_eq!(told, vec![lock_dir().join(format!("{name}.lock"))]);
         let _ = std::fs::remove_file(lock_dir().join(format!("{name}.lock")));
     }
 }

@@ -22,21 +22,22 @@ pub(super) const IMAGES_LOCK: &str = "images";
 /// Takes the machine's image lock: one process builds what is missing while
 /// the others that need it wait, then find it built. Says so when it waits.
 pub(super) async fn build_lock(progress: &dyn Progress) -> Result<MachineLock> {
-    if let Some(lock) = MachineLock::try_acquire(IMAGES_LOCK)? {
-        return Ok(lock);
-    }
     let t = std::time::Instant::now();
-    progress.line(&format!(
-        "another Gauntlet process is building images; waiting for it (lock {})",
-        crate::machine_lock::lock_dir()
-            .join(format!("{IMAGES_LOCK}.lock"))
-            .display()
-    ));
-    let lock = MachineLock::acquire(IMAGES_LOCK).await?;
-    progress.line(&format!(
-        "the other build ended after {:.0}s",
-        t.elapsed().as_secs_f64()
-    ));
+    let mut waited = false;
+    let lock = MachineLock::acquire_or_tell(IMAGES_LOCK, |path| {
+        waited = true;
+        progress.line(&format!(
+            "another Gauntlet process is building images; waiting for it (lock {})",
+            path.display()
+        ));
+    })
+    .await?;
+    if waited {
+        progress.line(&format!(
+            "the other build ended after {:.0}s",
+            t.elapsed().as_secs_f64()
+        ));
+    }
     Ok(lock)
 }
 
