@@ -834,3 +834,27 @@ impl Drop for DockerDeployment {
         let _ = remove_run_blocking(&self.run_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_freezers_timeout_is_asked_again() {
+        let server =
+            |status_code: u16, message: &str| bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message: message.to_string(),
+            };
+        // As Docker 20.10 answered on a loaded machine (the broker tests, 2026-12-07).
+        assert!(is_freeze_timeout(&server(
+            500,
+            "Cannot pause container 020fe6e2: OCI runtime pause failed: unable to freeze: unknown"
+        )));
+        assert!(!is_freeze_timeout(&server(
+            409,
+            "Container 020fe6e2 is not running"
+        )));
+        assert!(!is_freeze_timeout(&server(500, "no such process")));
+    }
+}
