@@ -228,3 +228,71 @@ async fn cleanup_goes_by_the_run_label_only() {
         .await
         .expect("remove the bystander");
 }
+
+/// Several deployments launched at the same moment, as parallel runs start them:
+/// each gets a network of its own with a subnet of its own (created, read and
+/// created again with the subnet named, under the machine lock), host ports no
+/// other takes, containers that answer, and each is torn down whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_launches_at_once_get_networks_subnets_and_ports_of_their_own() {
+    const AT_ONCE: usize = 4;
+    let deps = futures_util::future::join_all(
+        (0..AT_ONCE).map(|_| common::launch(BrokerKind::Redis, Some(1))),
+    )
+    .await;
+    let docker = docker::connect().await.expect("Docker Engine reachable");
+    let (mut subnets, mut ports) = (Vec::new(), Vec::new());
+    for dep in &deps {
+        let objects = docker::list_labelled(&docker, Some(dep.run_id()))
+            .await
+            .expect("list labelled");
+        assert_eq!(objects.networks.len(), 1, "{objects:?}");
+        let net = docker
+            .inspect_network(&objects.networks[0].0, None)
+            .await
+            .expect("inspect network");
+        let named: Vec<String> = net
+            .ipam
+            .and_then(|i| i.config)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|c| c.subnet)
+            .collect();
+        assert_eq!(
+            named.len(),
+            1,
+            "the run network names its subnet: {named:?}"
+        );
+        subnets.extend(named);
+        for (id, _) in &objects.containers {
+            let c = docker
+                .inspect_container(id, None)
+                .await
+                .expect("inspect container");
+            let bound = c
+                .host_config
+                .and_then(|h| h.port_bindings)
+                .unwrap_or_default();
+            ports.extend(
+                bound
+                    .into_values()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|b| b.host_port),
+            );
+        }
+        let addr = dep.addrs("client")[0].clone();
+        assert_eq!(
+            common::retry("ping", Duration::from_secs(60), || ping(&addr)).await,
+            "PONG"
+        );
+    }
+    eprintln!("subnets {subnets:?}, host ports {ports:?}");
+    let distinct = |v: &[String]| v.iter().collect::<std::collections::BTreeSet<_>>().len();
+    assert_eq!(distinct(&subnets), AT_ONCE, "{subnets:?}");
+    assert!(ports.len() >= AT_ONCE, "{ports:?}");
+    assert_eq!(distinct(&ports), ports.len(), "{ports:?}");
+    for dep in deps {
+        common::teardown(dep).await;
+    }
+}
