@@ -143,36 +143,46 @@ fn redis_ack_after_processing_and_kill_consumer_redelivers_without_loss() {
     no_leftovers(&r.dir);
 }
 
-/// RabbitMQ: a clean run on a quorum queue, then the auto-ack hazard (seed D5 / at-most-once).
-#[test]
-fn rabbitmq_clean_and_auto_ack_kill_consumer() {
-    let clean = run(
-        "rabbit-clean",
-        &[
-            "--broker", "rabbitmq", "--nodes", "1", "--time", "8s", "--rate", "50",
-        ],
-    );
-    assert_eq!(clean.code, 0, "{}", clean.verdict);
-    assert_eq!(count(&clean, "lost"), 0);
-    assert_eq!(count(&clean, "redelivered"), 0);
-    let amo = run(
-        "rabbit-d5",
-        &[
-            "--broker",
-            "rabbitmq",
-            "--nodes",
-            "1",
-            "--mode",
-            "at-most-once",
-            "--nemesis",
-            "kill-consumer:after-ack",
-            "--time",
-            "14s",
-            "--rate",
-            "50",
-        ],
-    );
-    assert_eq!(amo.code, 1, "{}", amo.verdict);
-    assert!(count(&amo, "lost") > 0, "{}", amo.verdict["anomalies"]);
-    no_leftovers(&amo.dir);
+/// RabbitMQ: a clean run on a quorum queue, and the auto-ack hazard (seed D5 /
+/// at-most-once). Two tests, one run each, so that they can run side by side.
+mod rabbitmq_clean_and_auto_ack_kill_consumer {
+    use crate::common::*;
+
+    #[test]
+    fn clean() {
+        let clean = run(
+            "rabbit-clean",
+            &[
+                "--broker", "rabbitmq", "--nodes", "1", "--time", "8s", "--rate", "50",
+            ],
+        );
+        assert_eq!(clean.code, 0, "{}", clean.verdict);
+        assert_eq!(count(&clean, "lost"), 0);
+        assert_eq!(count(&clean, "redelivered"), 0);
+        no_leftovers(&clean.dir);
+    }
+
+    #[test]
+    fn auto_ack_kill_consumer_loses() {
+        let amo = run(
+            "rabbit-d5",
+            &[
+                "--broker",
+                "rabbitmq",
+                "--nodes",
+                "1",
+                "--mode",
+                "at-most-once",
+                "--nemesis",
+                "kill-consumer:after-ack",
+                "--time",
+                "14s",
+                "--rate",
+                "50",
+            ],
+        );
+        assert_eq!(amo.code, 1, "{}", amo.verdict);
+        assert!(count(&amo, "lost") > 0, "{}", amo.verdict["anomalies"]);
+        no_leftovers(&amo.dir);
+    }
 }

@@ -176,6 +176,23 @@ pub fn report(label: &str, r: &Run, started: std::time::Instant) {
     );
 }
 
+/// Two runs at once, each on a thread of its own, for a test that compares them:
+/// both see the same machine, and the test takes the longer of the two, not their
+/// sum. (`.config/nextest.toml` counts such a test as two in its group.)
+pub fn side_by_side<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|s| {
+        let a = s.spawn(a);
+        let b = s.spawn(b);
+        // A panic in either (a failed assertion) is the test's.
+        let a = a.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        let b = b.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (a, b)
+    })
+}
+
 /// Runs `gauntlet run ARGS...` expecting it to refuse: returns the exit code and stderr.
 pub fn run_refused(name: &str, args: &[&str]) -> (i32, String) {
     let results = results_dir(name);

@@ -85,11 +85,9 @@ fn the_store_was_killed(r: &Run) {
     );
 }
 
-fn pair(broker: &str) {
-    pair_under(broker, "kill-broker:dedup-store");
-}
-
-fn pair_under(broker: &str, fault: &str) {
+/// Fail-open under `fault` on the dedup store: what comes back during the outage
+/// is applied twice (`duplicate-processing`), nothing acknowledged is lost.
+fn fail_open(broker: &str, fault: &str) {
     let tag = fault.replace(':', "-");
     let t = Instant::now();
     let open = run_scenario(
@@ -113,7 +111,12 @@ fn pair_under(broker: &str, fault: &str) {
     );
     assert_eq!(open.code, 1, "fail-open must be invalid");
     assert_eq!(count(&open, "lost"), 0, "{}", open.verdict);
+}
 
+/// Fail-closed under the same fault: what the store cannot vouch for is held
+/// back (`parked`) and everything is applied exactly once.
+fn fail_closed(broker: &str, fault: &str) {
+    let tag = fault.replace(':', "-");
     let t = Instant::now();
     let closed = run_scenario(
         &format!("{broker}-dedup-closed-{tag}"),
@@ -156,10 +159,20 @@ fn pair_under(broker: &str, fault: &str) {
     );
 }
 
+/// The dedup store killed for 6 s.
+const STORE_DOWN: &str = "kill-broker:dedup-store";
+
 /// Redis Streams: fail-open processes twice, fail-closed exactly once.
-#[test]
-fn dedup_store_down_redis_fail_open_duplicates_fail_closed_does_not() {
-    pair("redis");
+mod dedup_store_down_redis_fail_open_duplicates_fail_closed_does_not {
+    #[test]
+    fn fail_open() {
+        super::fail_open("redis", super::STORE_DOWN);
+    }
+
+    #[test]
+    fn fail_closed() {
+        super::fail_closed("redis", super::STORE_DOWN);
+    }
 }
 
 /// A `[dedup]` table on a broker the idempotent consumer was not made for is
@@ -181,87 +194,102 @@ fn dedup_on_nats_is_refused_before_the_run() {
 }
 
 /// RabbitMQ (the queue type of the default delivery settings; held-back messages
-/// are nacked with requeue): the same pair.
-#[test]
-fn dedup_store_down_rabbitmq_fail_open_duplicates_fail_closed_does_not() {
-    pair("rabbitmq");
+/// are nacked with requeue): the same two runs.
+mod dedup_store_down_rabbitmq_fail_open_duplicates_fail_closed_does_not {
+    #[test]
+    fn fail_open() {
+        super::fail_open("rabbitmq", super::STORE_DOWN);
+    }
+
+    #[test]
+    fn fail_closed() {
+        super::fail_closed("rabbitmq", super::STORE_DOWN);
+    }
 }
 
 /// Mark before (a claim), fail-closed, the store paused from 2 s to 6 s: a claim
 /// that timed out was still done when the store was resumed, so the message it
 /// held back comes back `seen` and its effect is never applied
 /// (`lost-processing`). Mark after (a check) under the same pause loses nothing.
-#[test]
-fn dedup_store_paused_mark_before_loses_effects_mark_after_does_not_redis() {
-    let schedule = |name: &str| {
+mod dedup_store_paused_mark_before_loses_effects_mark_after_does_not_redis {
+    use super::*;
+
+    fn schedule(name: &str) -> String {
         schedule_file(
             name,
             &[(2_000, 4_000, "pause:dedup-store", "dedup-store", 0)],
         )
         .display()
         .to_string()
-    };
-    let t = Instant::now();
-    let before = run_scenario(
-        "redis-dedup-before-pause",
-        &scenario_with(
-            "redis-dedup-before-pause",
-            "redis",
-            "before",
-            "fail-closed",
-            "60s",
-        ),
-        &["--replay", &schedule("before-pause")],
-    );
-    figures(
-        "redis dedup mark-before fail-closed, store paused",
-        &before,
-        t,
-    );
-    assert_run_folder(&before.dir);
-    no_leftovers(&before.dir);
-    the_store_was_killed(&before);
-    assert!(
-        count(&before, "lost-processing") > 0,
-        "no claim that timed out was applied late: {}",
-        before.verdict
-    );
-    assert_eq!(
-        count(&before, "duplicate-processing"),
-        0,
-        "{}",
-        before.verdict
-    );
-    assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
-    assert_eq!(before.code, 1, "mark-before must be invalid here");
+    }
 
-    let t = Instant::now();
-    let after = run_scenario(
-        "redis-dedup-after-pause",
-        &scenario_with(
+    #[test]
+    fn mark_before_loses_effects() {
+        let t = Instant::now();
+        let before = run_scenario(
+            "redis-dedup-before-pause",
+            &scenario_with(
+                "redis-dedup-before-pause",
+                "redis",
+                "before",
+                "fail-closed",
+                "60s",
+            ),
+            &["--replay", &schedule("before-pause")],
+        );
+        figures(
+            "redis dedup mark-before fail-closed, store paused",
+            &before,
+            t,
+        );
+        assert_run_folder(&before.dir);
+        no_leftovers(&before.dir);
+        the_store_was_killed(&before);
+        assert!(
+            count(&before, "lost-processing") > 0,
+            "no claim that timed out was applied late: {}",
+            before.verdict
+        );
+        assert_eq!(
+            count(&before, "duplicate-processing"),
+            0,
+            "{}",
+            before.verdict
+        );
+        assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
+        assert_eq!(before.code, 1, "mark-before must be invalid here");
+    }
+
+    #[test]
+    fn mark_after_does_not() {
+        let t = Instant::now();
+        let after = run_scenario(
             "redis-dedup-after-pause",
-            "redis",
-            "after",
-            "fail-closed",
-            "60s",
-        ),
-        &["--replay", &schedule("after-pause")],
-    );
-    figures(
-        "redis dedup mark-after fail-closed, store paused",
-        &after,
-        t,
-    );
-    no_leftovers(&after.dir);
-    assert!(count(&after, "parked") > 0, "{}", after.verdict);
-    assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
-    assert_eq!(
-        count(&after, "duplicate-processing"),
-        0,
-        "{}",
-        after.verdict
-    );
-    assert_eq!(after.code, 0, "mark-after must be valid: {}", after.verdict);
+            &scenario_with(
+                "redis-dedup-after-pause",
+                "redis",
+                "after",
+                "fail-closed",
+                "60s",
+            ),
+            &["--replay", &schedule("after-pause")],
+        );
+        figures(
+            "redis dedup mark-after fail-closed, store paused",
+            &after,
+            t,
+        );
+        no_leftovers(&after.dir);
+        assert!(count(&after, "parked") > 0, "{}", after.verdict);
+        assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
+        assert_eq!(
+            count(&after, "duplicate-processing"),
+            0,
+            "{}",
+            after.verdict
+        );
+        assert_eq!(after.code, 0, "mark-after must be valid: {}", after.verdict);
+    }
 }
 
 /// Fail-closed with a durable store but a mark that lives 1 s, under Redis's
@@ -304,10 +332,17 @@ fn dedup_ttl_shorter_than_the_redelivery_delay_duplicates_redis() {
 /// itself up: the consumers run beside Gauntlet, so a partition between nodes
 /// would cut nothing): `client-partition:dedup-store` (the role resolved when the
 /// fault fires, as `--nemesis` and a scenario spell it) refuses the
-/// consumers' connections to it. The same pair on Redis Streams.
-#[test]
-fn dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not() {
-    pair_under("redis", "client-partition:dedup-store");
+/// consumers' connections to it. The same two runs on Redis Streams.
+mod dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not {
+    #[test]
+    fn fail_open() {
+        super::fail_open("redis", "client-partition:dedup-store");
+    }
+
+    #[test]
+    fn fail_closed() {
+        super::fail_closed("redis", "client-partition:dedup-store");
+    }
 }
 
 /// Mark before: consumers killed between the claim (the store marked the
@@ -315,9 +350,10 @@ fn dedup_store_link_cut_redis_fail_open_duplicates_fail_closed_does_not() {
 /// its effect is never applied (`lost-processing`). Mark after, killed at the
 /// same point (after the check, before the effect), applies it when it comes
 /// back: nothing lost.
-#[test]
-fn dedup_consumer_killed_before_the_effect_mark_before_loses_it_mark_after_does_not_redis() {
-    let schedule = |name: &str| {
+mod dedup_consumer_killed_before_the_effect_mark_before_loses_it_mark_after_does_not_redis {
+    use super::*;
+
+    fn schedule(name: &str) -> String {
         schedule_file(
             name,
             &[
@@ -327,63 +363,70 @@ fn dedup_consumer_killed_before_the_effect_mark_before_loses_it_mark_after_does_
         )
         .display()
         .to_string()
-    };
-    let t = Instant::now();
-    let before = run_scenario(
-        "redis-dedup-before-kill",
-        &scenario_with(
-            "redis-dedup-before-kill",
-            "redis",
-            "before",
-            "fail-closed",
-            "60s",
-        ),
-        &["--replay", &schedule("before-kill")],
-    );
-    figures(
-        "redis dedup mark-before, killed before the effect",
-        &before,
-        t,
-    );
-    assert_run_folder(&before.dir);
-    no_leftovers(&before.dir);
-    let stalled = nemesis_events(&before.dir)
-        .iter()
-        .filter(|e| e["f"] == "kill-consumer" && e["value"]["stalled"] == true)
-        .count();
-    assert!(stalled > 0, "no consumer stalled before an effect");
-    assert!(
-        count(&before, "lost-processing") > 0,
-        "a claim without its effect went unnoticed: {}",
-        before.verdict
-    );
-    assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
-    assert_eq!(before.code, 1);
+    }
 
-    let t = Instant::now();
-    let after = run_scenario(
-        "redis-dedup-after-kill",
-        &scenario_with(
+    #[test]
+    fn mark_before_loses_it() {
+        let t = Instant::now();
+        let before = run_scenario(
+            "redis-dedup-before-kill",
+            &scenario_with(
+                "redis-dedup-before-kill",
+                "redis",
+                "before",
+                "fail-closed",
+                "60s",
+            ),
+            &["--replay", &schedule("before-kill")],
+        );
+        figures(
+            "redis dedup mark-before, killed before the effect",
+            &before,
+            t,
+        );
+        assert_run_folder(&before.dir);
+        no_leftovers(&before.dir);
+        let stalled = nemesis_events(&before.dir)
+            .iter()
+            .filter(|e| e["f"] == "kill-consumer" && e["value"]["stalled"] == true)
+            .count();
+        assert!(stalled > 0, "no consumer stalled before an effect");
+        assert!(
+            count(&before, "lost-processing") > 0,
+            "a claim without its effect went unnoticed: {}",
+            before.verdict
+        );
+        assert_eq!(count(&before, "lost"), 0, "{}", before.verdict);
+        assert_eq!(before.code, 1);
+    }
+
+    #[test]
+    fn mark_after_does_not() {
+        let t = Instant::now();
+        let after = run_scenario(
             "redis-dedup-after-kill",
-            "redis",
-            "after",
-            "fail-closed",
-            "60s",
-        ),
-        &["--replay", &schedule("after-kill")],
-    );
-    figures(
-        "redis dedup mark-after, killed before the effect",
-        &after,
-        t,
-    );
-    no_leftovers(&after.dir);
-    assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
-    assert_eq!(
-        count(&after, "duplicate-processing"),
-        0,
-        "{}",
-        after.verdict
-    );
-    assert_eq!(after.code, 0, "{}", after.verdict);
+            &scenario_with(
+                "redis-dedup-after-kill",
+                "redis",
+                "after",
+                "fail-closed",
+                "60s",
+            ),
+            &["--replay", &schedule("after-kill")],
+        );
+        figures(
+            "redis dedup mark-after, killed before the effect",
+            &after,
+            t,
+        );
+        no_leftovers(&after.dir);
+        assert_eq!(count(&after, "lost-processing"), 0, "{}", after.verdict);
+        assert_eq!(
+            count(&after, "duplicate-processing"),
+            0,
+            "{}",
+            after.verdict
+        );
+        assert_eq!(after.code, 0, "{}", after.verdict);
+    }
 }

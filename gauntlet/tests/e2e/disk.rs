@@ -44,60 +44,72 @@ processing-ms = 10
     run_scenario(name, &toml, &[])
 }
 
+/// What every power-loss run of Redis shows whatever it lost: the primary came
+/// back, the report shows what the disk fault did, and nothing of the run is left.
+fn redis_power_loss_shown(r: &Run) {
+    assert!(r.verdict["warnings"].as_array().is_none_or(|w| w
+        .iter()
+        .all(|w| !w.to_string().contains("did not come back"))));
+    let html =
+        std::fs::read_to_string(r.dir.join(gauntlet_report::folder::REPORT)).expect("report.html");
+    assert!(
+        html.contains("What the disk faults did"),
+        "the report shows the power loss"
+    );
+    no_leftovers(&r.dir);
+}
+
 /// Seed D3 on Redis: `appendfsync everysec` acknowledges a write before it is
 /// on the disk, so the primary's power loss loses acknowledged sends; with
 /// `always` it fsyncs before it answers, and nothing acknowledged is lost.
-#[test]
-fn d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always() {
-    let t = Instant::now();
-    let everysec = redis_power_loss("redis-power-everysec", "everysec");
-    report(
-        "D3 redis appendfsync everysec, power-loss of the primary",
-        &everysec,
-        t,
-    );
-    let reports = disk_reports(&everysec, "power-loss");
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    let disk = &reports[0]["value"]["disk"];
-    eprintln!("everysec: the filesystem's report: {disk}");
-    assert_eq!(reports[0]["value"]["node"], "n1");
-    assert!(
-        disk["dropped_bytes"].as_u64().unwrap_or(0) > 0,
-        "a power loss with everysec drops unsynced AOF writes: {disk}"
-    );
-    assert!(
-        count(&everysec, "lost") > 0,
-        "{}",
-        everysec.verdict["anomalies"]
-    );
-    assert_eq!(everysec.code, 1, "{}", everysec.verdict);
+mod d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always {
+    use super::*;
 
-    let t = Instant::now();
-    let always = redis_power_loss("redis-power-always", "always");
-    report(
-        "D3 redis appendfsync always, power-loss of the primary",
-        &always,
-        t,
-    );
-    let reports = disk_reports(&always, "power-loss");
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    eprintln!(
-        "always: the filesystem's report: {}",
-        reports[0]["value"]["disk"]
-    );
-    assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
-    assert_eq!(always.code, 0, "{}", always.verdict);
-    for r in [&everysec, &always] {
-        assert!(r.verdict["warnings"].as_array().is_none_or(|w| w
-            .iter()
-            .all(|w| !w.to_string().contains("did not come back"))));
-        let html = std::fs::read_to_string(r.dir.join(gauntlet_report::folder::REPORT))
-            .expect("report.html");
-        assert!(
-            html.contains("What the disk faults did"),
-            "the report shows the power loss"
+    #[test]
+    fn everysec_loses() {
+        let t = Instant::now();
+        let everysec = redis_power_loss("redis-power-everysec", "everysec");
+        report(
+            "D3 redis appendfsync everysec, power-loss of the primary",
+            &everysec,
+            t,
         );
-        no_leftovers(&r.dir);
+        let reports = disk_reports(&everysec, "power-loss");
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        let disk = &reports[0]["value"]["disk"];
+        eprintln!("everysec: the filesystem's report: {disk}");
+        assert_eq!(reports[0]["value"]["node"], "n1");
+        assert!(
+            disk["dropped_bytes"].as_u64().unwrap_or(0) > 0,
+            "a power loss with everysec drops unsynced AOF writes: {disk}"
+        );
+        assert!(
+            count(&everysec, "lost") > 0,
+            "{}",
+            everysec.verdict["anomalies"]
+        );
+        assert_eq!(everysec.code, 1, "{}", everysec.verdict);
+        redis_power_loss_shown(&everysec);
+    }
+
+    #[test]
+    fn always_keeps() {
+        let t = Instant::now();
+        let always = redis_power_loss("redis-power-always", "always");
+        report(
+            "D3 redis appendfsync always, power-loss of the primary",
+            &always,
+            t,
+        );
+        let reports = disk_reports(&always, "power-loss");
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        eprintln!(
+            "always: the filesystem's report: {}",
+            reports[0]["value"]["disk"]
+        );
+        assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
+        assert_eq!(always.code, 0, "{}", always.verdict);
+        redis_power_loss_shown(&always);
     }
 }
 
@@ -204,61 +216,67 @@ processing-ms = 10
 /// filesystem's report must show what it dropped on every node; the loss of
 /// the default is printed (a finding, docs/nemesis.md), the `always` side
 /// must lose nothing.
-#[test]
-fn nats_r3_power_loss_of_all_nodes_default_sync_and_always() {
-    let t = Instant::now();
-    let default = nats_power_loss_all("nats-power-all-default", None);
-    report(
-        "NATS R3 default sync_interval, power-loss of all 3 nodes",
-        &default,
-        t,
-    );
-    let reports = disk_reports(&default, "power-loss");
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    let each = reports[0]["value"]["each"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(each.len(), 3, "{}", reports[0]);
-    for e in &each {
-        eprintln!(
-            "default: {} dropped {} bytes",
-            e["node"], e["disk"]["dropped_bytes"]
-        );
-        assert!(e["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0, "{e}");
-    }
-    eprintln!(
-        "FINDING nats default sync, power-loss:all: valid {}, lost {}, unseen {}, sends ok {}, drained {}, files dropped on n1: {}",
-        default.verdict["valid"],
-        count(&default, "lost"),
-        count(&default, "unseen"),
-        default.verdict["stats"]["sends_ok"],
-        default.verdict["stats"]["drained"],
-        each[0]["disk"]["files"]
-            .as_array()
-            .map(|f| f.iter().map(|f| f["path"].to_string()).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default()
-    );
-    // What 2.15.1 did here (docs/nemesis.md, "Findings: disk faults"): every
-    // node lost the stream's own metadata with its messages, so no ok send
-    // written before the power loss can be read back after it.
-    assert!(
-        count(&default, "lost") + count(&default, "unseen") > 0,
-        "{}",
-        default.verdict["anomalies"]
-    );
+mod nats_r3_power_loss_of_all_nodes_default_sync_and_always {
+    use super::*;
 
-    let t = Instant::now();
-    let always = nats_power_loss_all("nats-power-all-always", Some("always"));
-    report(
-        "NATS R3 sync_interval always, power-loss of all 3 nodes",
-        &always,
-        t,
-    );
-    assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
-    assert_eq!(always.code, 0, "{}", always.verdict);
-    for r in [&default, &always] {
-        no_leftovers(&r.dir);
+    #[test]
+    fn default_sync_loses() {
+        let t = Instant::now();
+        let default = nats_power_loss_all("nats-power-all-default", None);
+        report(
+            "NATS R3 default sync_interval, power-loss of all 3 nodes",
+            &default,
+            t,
+        );
+        let reports = disk_reports(&default, "power-loss");
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        let each = reports[0]["value"]["each"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(each.len(), 3, "{}", reports[0]);
+        for e in &each {
+            eprintln!(
+                "default: {} dropped {} bytes",
+                e["node"], e["disk"]["dropped_bytes"]
+            );
+            assert!(e["disk"]["dropped_bytes"].as_u64().unwrap_or(0) > 0, "{e}");
+        }
+        eprintln!(
+            "FINDING nats default sync, power-loss:all: valid {}, lost {}, unseen {}, sends ok {}, drained {}, files dropped on n1: {}",
+            default.verdict["valid"],
+            count(&default, "lost"),
+            count(&default, "unseen"),
+            default.verdict["stats"]["sends_ok"],
+            default.verdict["stats"]["drained"],
+            each[0]["disk"]["files"]
+                .as_array()
+                .map(|f| f.iter().map(|f| f["path"].to_string()).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        );
+        // What 2.15.1 did here (docs/nemesis.md, "Findings: disk faults"): every
+        // node lost the stream's own metadata with its messages, so no ok send
+        // written before the power loss can be read back after it.
+        assert!(
+            count(&default, "lost") + count(&default, "unseen") > 0,
+            "{}",
+            default.verdict["anomalies"]
+        );
+        no_leftovers(&default.dir);
+    }
+
+    #[test]
+    fn sync_always_keeps() {
+        let t = Instant::now();
+        let always = nats_power_loss_all("nats-power-all-always", Some("always"));
+        report(
+            "NATS R3 sync_interval always, power-loss of all 3 nodes",
+            &always,
+            t,
+        );
+        assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
+        assert_eq!(always.code, 0, "{}", always.verdict);
+        no_leftovers(&always.dir);
     }
 }
 
@@ -293,47 +311,53 @@ processing-ms = 20
 /// process kill) can lose it: acknowledged records are gone (lost, or unseen
 /// when what PostgreSQL lost includes the topic itself and the drain cannot
 /// read it to its end).
-#[test]
-fn kafka_storage_power_loss_keeps_with_fsync_and_loses_without() {
-    let t = Instant::now();
-    let on = kafka_storage_power_loss("kafka-storage-power-fsync", true);
-    report("kafka storage fsync on, power-loss:storage", &on, t);
-    let reports = disk_reports(&on, "power-loss");
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    assert_eq!(reports[0]["value"]["node"], "storage", "{}", reports[0]);
-    assert_eq!(count(&on, "lost"), 0, "{}", on.verdict["anomalies"]);
+mod kafka_storage_power_loss_keeps_with_fsync_and_loses_without {
+    use super::*;
 
-    let t = Instant::now();
-    let off = kafka_storage_power_loss("kafka-storage-power-nofsync", false);
-    report("kafka storage fsync off, power-loss:storage", &off, t);
-    let reports = disk_reports(&off, "power-loss");
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    eprintln!(
-        "FINDING kafka storage fsync off, power-loss:storage: valid {}, lost {}, unseen {}, sends ok {}, drained {}, warnings {}, dropped {} bytes",
-        off.verdict["valid"],
-        count(&off, "lost"),
-        count(&off, "unseen"),
-        off.verdict["stats"]["sends_ok"],
-        off.verdict["stats"]["drained"],
-        off.verdict["warnings"],
-        reports[0]["value"]["disk"]["dropped_bytes"]
-    );
-    assert!(
-        reports[0]["value"]["disk"]["dropped_bytes"]
-            .as_u64()
-            .unwrap_or(0)
-            > 0,
-        "{}",
-        reports[0]
-    );
-    assert!(
-        count(&off, "lost") + count(&off, "unseen") > 0,
-        "acknowledged records gone: {}",
-        off.verdict["anomalies"]
-    );
-    assert_ne!(off.verdict["valid"], true, "{}", off.verdict);
-    for r in [&on, &off] {
-        no_leftovers(&r.dir);
+    #[test]
+    fn fsync_keeps() {
+        let t = Instant::now();
+        let on = kafka_storage_power_loss("kafka-storage-power-fsync", true);
+        report("kafka storage fsync on, power-loss:storage", &on, t);
+        let reports = disk_reports(&on, "power-loss");
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert_eq!(reports[0]["value"]["node"], "storage", "{}", reports[0]);
+        assert_eq!(count(&on, "lost"), 0, "{}", on.verdict["anomalies"]);
+        no_leftovers(&on.dir);
+    }
+
+    #[test]
+    fn no_fsync_loses() {
+        let t = Instant::now();
+        let off = kafka_storage_power_loss("kafka-storage-power-nofsync", false);
+        report("kafka storage fsync off, power-loss:storage", &off, t);
+        let reports = disk_reports(&off, "power-loss");
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        eprintln!(
+            "FINDING kafka storage fsync off, power-loss:storage: valid {}, lost {}, unseen {}, sends ok {}, drained {}, warnings {}, dropped {} bytes",
+            off.verdict["valid"],
+            count(&off, "lost"),
+            count(&off, "unseen"),
+            off.verdict["stats"]["sends_ok"],
+            off.verdict["stats"]["drained"],
+            off.verdict["warnings"],
+            reports[0]["value"]["disk"]["dropped_bytes"]
+        );
+        assert!(
+            reports[0]["value"]["disk"]["dropped_bytes"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0,
+            "{}",
+            reports[0]
+        );
+        assert!(
+            count(&off, "lost") + count(&off, "unseen") > 0,
+            "acknowledged records gone: {}",
+            off.verdict["anomalies"]
+        );
+        assert_ne!(off.verdict["valid"], true, "{}", off.verdict);
+        no_leftovers(&off.dir);
     }
 }
 
@@ -395,9 +419,11 @@ replay = "{}"
 /// leadership must pass through the corrupted node. What it does with it is a
 /// finding (printed, docs/nemesis.md); the test holds the harness to saying
 /// exactly what it changed, and to a verdict.
-#[test]
-fn nats_r3_corrupt_one_node_then_restart_the_others() {
-    for corruption in ["corrupt:bitflip", "corrupt:truncate", "wipe"] {
+mod nats_r3_corrupt_one_node_then_restart_the_others {
+    use super::*;
+
+    /// One corruption of n1 while it is down, then n2 and n3 restarted.
+    fn corrupt_then_restart(corruption: &str) {
         let t = Instant::now();
         let name = format!("nats-{}", corruption.replace(':', "-"));
         let r = nats_corrupt(&name, corruption);
@@ -442,6 +468,21 @@ fn nats_r3_corrupt_one_node_then_restart_the_others() {
             .expect("report.html");
         assert!(html.contains("What the disk faults did"));
         no_leftovers(&r.dir);
+    }
+
+    #[test]
+    fn bitflip() {
+        corrupt_then_restart("corrupt:bitflip");
+    }
+
+    #[test]
+    fn truncate() {
+        corrupt_then_restart("corrupt:truncate");
+    }
+
+    #[test]
+    fn wipe() {
+        corrupt_then_restart("wipe");
     }
 }
 

@@ -41,11 +41,12 @@ fn show(label: &str, r: &Run) {
 fn o6_kafka_hot_key_makes_a_hot_partition_whose_consumer_lags() {
     let t = Instant::now();
     let scenario = include_str!("../../../ci/scenarios/kafka-hot-key.toml");
-    let hot = run_scenario("o6-hot", scenario, &[]);
+    let (hot, uniform) = side_by_side(
+        || run_scenario("o6-hot", scenario, &[]),
+        || run_scenario("o6-uniform", scenario, &["--key-distribution", "uniform"]),
+    );
     report("O6 kafka hot:0.9", &hot, t);
     show("O6 hot:0.9", &hot);
-    let t = Instant::now();
-    let uniform = run_scenario("o6-uniform", scenario, &["--key-distribution", "uniform"]);
     report("O6 kafka uniform", &uniform, t);
     show("O6 uniform", &uniform);
 

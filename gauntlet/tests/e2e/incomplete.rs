@@ -288,15 +288,25 @@ fn objects_of(run: &str) -> Vec<String> {
 
 /// A run of Redis with `power-loss` scheduled (so its node has Gauntlet's
 /// filesystem mounted inside over the data directory), once its workload runs
-/// and the mount is up: the child, the run id, the node and the host pids of
-/// the filesystem's processes.
+/// and the mount is up: the child, the run id, the node, its root filesystem
+/// on the host, and the host pids of the filesystem's processes with their
+/// start times (a pid the kernel hands to another process later is not theirs).
 struct DiskRun {
     child: std::process::Child,
     run: String,
     node: String,
-    fs_pids: Vec<String>,
+    node_root: String,
+    fs_pids: Vec<(String, String)>,
     file: PathBuf,
     results: PathBuf,
+}
+
+/// A process's start time (field 22 of `/proc/PID/stat`, after the command in
+/// parentheses), `None` when there is no such process.
+fn start_time(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19).map(str::to_string)
 }
 
 fn start_disk_run(what: &str) -> DiskRun {
@@ -323,6 +333,7 @@ nemesis-interval = "60s"
         child,
         run: String::new(),
         node: String::new(),
+        node_root: String::new(),
         fs_pids: Vec::new(),
         file,
         results,
@@ -363,10 +374,19 @@ nemesis-interval = "60s"
         .lines()
         .filter(|l| l.contains("diskfs"))
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter_map(|pid| start_time(&pid).map(|t| (pid, t)))
         .collect();
+    // Where the node's own root is on the host: a mount of this run left on the
+    // machine would be under it. Other tests' filesystems may be mounted on the
+    // machine meanwhile (the diskfs tests, other runs): they are not this run's.
+    let inspect = Command::new("docker")
+        .args(["inspect", "-f", "{{.GraphDriver.Data.MergedDir}}", &r.node])
+        .output()
+        .expect("docker inspect");
+    r.node_root = String::from_utf8_lossy(&inspect.stdout).trim().to_string();
     eprintln!(
-        "run {}: node {}, the filesystem's processes {:?}\n{top}",
-        r.run, r.node, r.fs_pids
+        "run {}: node {} (root {}), the filesystem's processes {:?}\n{top}",
+        r.run, r.node, r.node_root, r.fs_pids
     );
     assert!(
         !r.fs_pids.is_empty(),
@@ -392,18 +412,22 @@ impl DiskRun {
     /// filesystem, no mount of it on the machine.
     fn assert_gone(&self) {
         assert_eq!(objects_of(&self.run), Vec::<String>::new(), "left behind");
-        for pid in &self.fs_pids {
+        for (pid, started) in &self.fs_pids {
             assert!(
-                !Path::new(&format!("/proc/{pid}")).exists(),
+                start_time(pid).as_ref() != Some(started),
                 "the filesystem's process {pid} outlived its node"
             );
         }
         let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let ours = |l: &&str| {
+            l.contains(&self.node)
+                || l.contains(&self.run)
+                || (!self.node_root.is_empty() && l.contains(&self.node_root))
+        };
+        let left: Vec<&str> = mounts.lines().filter(ours).collect();
         assert!(
-            !mounts
-                .lines()
-                .any(|l| l.contains(&self.node) || l.contains("diskfs")),
-            "a mount of the run is left on the machine:\n{mounts}"
+            left.is_empty(),
+            "a mount of the run is left on the machine: {left:?}"
         );
         let _ = std::fs::remove_file(&self.file);
         let _ = std::fs::remove_dir_all(&self.results);

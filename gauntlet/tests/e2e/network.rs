@@ -38,106 +38,120 @@ fn sends(r: &Run, what: &str) -> u64 {
 /// Seed D2 on NATS JetStream: the proxy drops the PubAcks, the producer times out
 /// and publishes again; without Nats-Msg-Id the stream stores the message twice,
 /// with it the server's duplicate window keeps one copy.
-#[test]
-fn nats_ack_loss_duplicates_without_msg_id_and_not_with_it() {
-    let unsafe_run = run_scenario(
-        "nats-d2-no-dedup",
-        &scenario(
-            "nats-d2-no-dedup",
-            "nats",
-            "ack-loss",
-            "mode = \"at-least-once\"\ndedup = false",
-        ),
-    );
-    assert!(
-        count(&unsafe_run, "duplicate-write") > 0,
-        "{}",
-        unsafe_run.verdict["anomalies"]
-    );
-    assert_eq!(count(&unsafe_run, "lost"), 0, "{}", unsafe_run.verdict);
-    // The fault is in the history with its start and its end.
-    assert!(!nemesis_events(&unsafe_run, "ack-loss").is_empty());
-    assert!(!nemesis_events(&unsafe_run, "ack-loss-end").is_empty());
-    let started = nemesis_events(&unsafe_run, "ack-loss");
-    assert!(
-        started.iter().any(|e| e["value"]["proxy"].is_string()),
-        "{started:?}"
-    );
-    no_leftovers(&unsafe_run.dir);
+mod nats_ack_loss_duplicates_without_msg_id_and_not_with_it {
+    use super::*;
 
-    let safe = run_scenario(
-        "nats-d2-msg-id",
-        &scenario(
+    #[test]
+    fn without_msg_id_duplicates() {
+        let unsafe_run = run_scenario(
+            "nats-d2-no-dedup",
+            &scenario(
+                "nats-d2-no-dedup",
+                "nats",
+                "ack-loss",
+                "mode = \"at-least-once\"\ndedup = false",
+            ),
+        );
+        assert!(
+            count(&unsafe_run, "duplicate-write") > 0,
+            "{}",
+            unsafe_run.verdict["anomalies"]
+        );
+        assert_eq!(count(&unsafe_run, "lost"), 0, "{}", unsafe_run.verdict);
+        // The fault is in the history with its start and its end.
+        assert!(!nemesis_events(&unsafe_run, "ack-loss").is_empty());
+        assert!(!nemesis_events(&unsafe_run, "ack-loss-end").is_empty());
+        let started = nemesis_events(&unsafe_run, "ack-loss");
+        assert!(
+            started.iter().any(|e| e["value"]["proxy"].is_string()),
+            "{started:?}"
+        );
+        no_leftovers(&unsafe_run.dir);
+    }
+
+    #[test]
+    fn with_msg_id_does_not() {
+        let safe = run_scenario(
             "nats-d2-msg-id",
-            "nats",
-            "ack-loss",
-            "mode = \"at-least-once\"\ndedup = true",
-        ),
-    );
-    assert_eq!(safe.code, 0, "{}", safe.verdict);
-    assert_eq!(
-        count(&safe, "duplicate-write"),
-        0,
-        "{}",
-        safe.verdict["anomalies"]
-    );
-    assert_eq!(count(&safe, "lost"), 0);
-    // The replies were really dropped: some sends had to be retried past a timeout.
-    let healed = nemesis_events(&safe, "ack-loss-end");
-    let dropped = healed
-        .iter()
-        .filter_map(|e| e["value"]["healed"]["stats"]["n1"]["dropped_down"].as_u64())
-        .max()
-        .unwrap_or(0);
-    assert!(dropped > 0, "no reply was dropped: {healed:?}");
-    no_leftovers(&safe.dir);
+            &scenario(
+                "nats-d2-msg-id",
+                "nats",
+                "ack-loss",
+                "mode = \"at-least-once\"\ndedup = true",
+            ),
+        );
+        assert_eq!(safe.code, 0, "{}", safe.verdict);
+        assert_eq!(
+            count(&safe, "duplicate-write"),
+            0,
+            "{}",
+            safe.verdict["anomalies"]
+        );
+        assert_eq!(count(&safe, "lost"), 0);
+        // The replies were really dropped: some sends had to be retried past a timeout.
+        let healed = nemesis_events(&safe, "ack-loss-end");
+        let dropped = healed
+            .iter()
+            .filter_map(|e| e["value"]["healed"]["stats"]["n1"]["dropped_down"].as_u64())
+            .max()
+            .unwrap_or(0);
+        assert!(dropped > 0, "no reply was dropped: {healed:?}");
+        no_leftovers(&safe.dir);
+    }
 }
 
 /// Seed D1 on NATS: requests dropped on the way to the broker. Fire-and-forget
 /// publishes complete `ok` and are lost; with PubAcks and retries nothing is lost
 /// (the timed-out sends end `info` or are retried after the heal).
-#[test]
-fn nats_request_drop_loses_fire_and_forget_sends_only() {
-    // From the command line: the default schedule puts the fault at 5-6 s for 3 s.
-    let amo = run(
-        "nats-d1-amo",
-        &[
-            "--broker",
-            "nats",
-            "--nodes",
-            "1",
-            "--mode",
-            "at-most-once",
-            "--nemesis",
-            "partition-one-way",
-            "--time",
-            "12s",
-            "--rate",
-            "50",
-        ],
-    );
-    assert_eq!(amo.code, 1, "{}", amo.verdict);
-    assert!(count(&amo, "lost") > 0, "{}", amo.verdict["anomalies"]);
-    // Fire-and-forget sends never end `info`: every loss is of an `ok` send.
-    assert_eq!(sends(&amo, "sends_info"), 0);
-    assert!(count(&amo, "lost") <= sends(&amo, "sends_ok"));
-    // Seed O3: later messages of a key arrived, the lost ones never do: gaps.
-    assert!(count(&amo, "gap") > 0, "{}", amo.verdict["anomalies"]);
-    no_leftovers(&amo.dir);
+mod nats_request_drop_loses_fire_and_forget_sends_only {
+    use super::*;
 
-    let alo = run_scenario(
-        "nats-d1-alo",
-        &scenario(
+    #[test]
+    fn fire_and_forget_loses() {
+        // From the command line: the default schedule puts the fault at 5-6 s for 3 s.
+        let amo = run(
+            "nats-d1-amo",
+            &[
+                "--broker",
+                "nats",
+                "--nodes",
+                "1",
+                "--mode",
+                "at-most-once",
+                "--nemesis",
+                "partition-one-way",
+                "--time",
+                "12s",
+                "--rate",
+                "50",
+            ],
+        );
+        assert_eq!(amo.code, 1, "{}", amo.verdict);
+        assert!(count(&amo, "lost") > 0, "{}", amo.verdict["anomalies"]);
+        // Fire-and-forget sends never end `info`: every loss is of an `ok` send.
+        assert_eq!(sends(&amo, "sends_info"), 0);
+        assert!(count(&amo, "lost") <= sends(&amo, "sends_ok"));
+        // Seed O3: later messages of a key arrived, the lost ones never do: gaps.
+        assert!(count(&amo, "gap") > 0, "{}", amo.verdict["anomalies"]);
+        no_leftovers(&amo.dir);
+    }
+
+    #[test]
+    fn acknowledged_keeps() {
+        let alo = run_scenario(
             "nats-d1-alo",
-            "nats",
-            "partition-one-way",
-            "mode = \"at-least-once\"\ndedup = true",
-        ),
-    );
-    assert_eq!(alo.code, 0, "{}", alo.verdict);
-    assert_eq!(count(&alo, "lost"), 0, "{}", alo.verdict["anomalies"]);
-    assert_eq!(count(&alo, "gap"), 0, "{}", alo.verdict["anomalies"]);
-    no_leftovers(&alo.dir);
+            &scenario(
+                "nats-d1-alo",
+                "nats",
+                "partition-one-way",
+                "mode = \"at-least-once\"\ndedup = true",
+            ),
+        );
+        assert_eq!(alo.code, 0, "{}", alo.verdict);
+        assert_eq!(count(&alo, "lost"), 0, "{}", alo.verdict["anomalies"]);
+        assert_eq!(count(&alo, "gap"), 0, "{}", alo.verdict["anomalies"]);
+        no_leftovers(&alo.dir);
+    }
 }
 
 /// The degradations that lose nothing by themselves (latency, jitter, bandwidth,
@@ -263,39 +277,46 @@ fn lost_only_before_the_faults(r: &Run) {
 /// the fault heals; librdkafka retries the in-flight batch on a new connection.
 /// Without idempotence the broker appends it again; with idempotence the retry
 /// carries the same producer id and sequence.
-#[test]
-fn kafka_ack_loss_with_and_without_idempotence() {
-    let unsafe_run = run_scenario(
-        "kafka-d2-plain",
-        &scenario(
-            "kafka-d2-plain",
-            "kafka",
-            "ack-loss",
-            "mode = \"at-least-once\"\nidempotence = false",
-        ),
-    );
-    lost_only_before_the_faults(&unsafe_run);
-    let dup_plain = count(&unsafe_run, "duplicate-write");
-    assert!(dup_plain > 0, "{}", unsafe_run.verdict["anomalies"]);
-    no_leftovers(&unsafe_run.dir);
+mod kafka_ack_loss_with_and_without_idempotence {
+    use super::*;
 
-    let idem = run_scenario(
-        "kafka-d2-idempotent",
-        &scenario(
+    #[test]
+    fn plain_duplicates() {
+        let unsafe_run = run_scenario(
+            "kafka-d2-plain",
+            &scenario(
+                "kafka-d2-plain",
+                "kafka",
+                "ack-loss",
+                "mode = \"at-least-once\"\nidempotence = false",
+            ),
+        );
+        lost_only_before_the_faults(&unsafe_run);
+        let dup_plain = count(&unsafe_run, "duplicate-write");
+        assert!(dup_plain > 0, "{}", unsafe_run.verdict["anomalies"]);
+        no_leftovers(&unsafe_run.dir);
+    }
+
+    #[test]
+    fn idempotent_does_not() {
+        let idem = run_scenario(
             "kafka-d2-idempotent",
-            "kafka",
-            "ack-loss",
-            "mode = \"idempotent\"",
-        ),
-    );
-    lost_only_before_the_faults(&idem);
-    assert_eq!(
-        count(&idem, "duplicate-write"),
-        0,
-        "{}",
-        idem.verdict["anomalies"]
-    );
-    no_leftovers(&idem.dir);
+            &scenario(
+                "kafka-d2-idempotent",
+                "kafka",
+                "ack-loss",
+                "mode = \"idempotent\"",
+            ),
+        );
+        lost_only_before_the_faults(&idem);
+        assert_eq!(
+            count(&idem, "duplicate-write"),
+            0,
+            "{}",
+            idem.verdict["anomalies"]
+        );
+        no_leftovers(&idem.dir);
+    }
 }
 
 /// `netem` only where the nodes' kernel has `sch_netem`: elsewhere the run is refused

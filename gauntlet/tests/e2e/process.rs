@@ -12,110 +12,126 @@ use std::time::Instant;
 /// Seed D3 on RabbitMQ (one node): a durable classic queue of transient messages
 /// loses what it holds when the broker is SIGKILLed; a quorum queue keeps every
 /// confirmed message. Consumers are slowed (50 ms a message) so a backlog is queued.
-#[test]
-fn d3_rabbitmq_kill_broker_transient_loses_quorum_keeps() {
-    let t = Instant::now();
-    let scenario = |name: &str, delivery: &str| {
+mod d3_rabbitmq_kill_broker_transient_loses_quorum_keeps {
+    use super::*;
+
+    fn scenario(name: &str, delivery: &str) -> String {
         format!(
             "name = \"{name}\"\nbroker = \"rabbitmq\"\nnodes = 1\ntime = \"12s\"\nrate = 50.0\nseed = 3\n\
              nemesis = [\"kill-broker\"]\nnemesis-interval = \"5s\"\nnemesis-duration = \"1s\"\n\
              [delivery]\n{delivery}\n[queue]\nprocessing-ms = 50\n"
         )
-    };
-    let unsafe_run = run_scenario(
-        "d3-transient",
-        &scenario(
-            "d3-transient",
-            "queue-type = \"classic\"\ndurable = true\npersistent = false",
-        ),
-        &[],
-    );
-    report(
-        "D3 rabbitmq classic, transient messages, kill-broker",
-        &unsafe_run,
-        t,
-    );
-    assert_eq!(unsafe_run.code, 1, "{}", unsafe_run.verdict);
-    assert!(
-        count(&unsafe_run, "lost") > 0,
-        "{}",
-        unsafe_run.verdict["anomalies"]
-    );
-    assert_eq!(
-        unsafe_run.verdict["guarantees"]["at-least-once"],
-        "violated"
-    );
-    no_leftovers(&unsafe_run.dir);
+    }
 
-    let t = Instant::now();
-    // The same kill, aimed at the quorum queue's leader (the one node here): the
-    // broker's own answer (`rabbitmqctl list_queues ... leader`) picks the node.
-    let safe = run_scenario(
-        "d3-quorum",
-        &scenario("d3-quorum", "queue-type = \"quorum\"")
-            .replace("[\"kill-broker\"]", "[\"kill-broker:leader\"]"),
-        &[],
-    );
-    report("D3 rabbitmq quorum queue, kill-broker:leader", &safe, t);
-    assert_eq!(safe.code, 0, "{}", safe.verdict);
-    assert_eq!(count(&safe, "lost"), 0, "{}", safe.verdict["anomalies"]);
-    assert_eq!(safe.verdict["stats"]["drained"], true);
-    let events = nemesis_events(&safe.dir);
-    let kill = events
-        .iter()
-        .find(|e| e["f"] == "kill" && e["type"] == "info")
-        .expect("a kill of the leader");
-    assert_eq!(kill["value"]["role"], "leader", "{kill}");
-    assert_eq!(kill["value"]["node"], "n1", "{kill}");
-    no_leftovers(&safe.dir);
+    #[test]
+    fn transient_classic_loses() {
+        let t = Instant::now();
+        let unsafe_run = run_scenario(
+            "d3-transient",
+            &scenario(
+                "d3-transient",
+                "queue-type = \"classic\"\ndurable = true\npersistent = false",
+            ),
+            &[],
+        );
+        report(
+            "D3 rabbitmq classic, transient messages, kill-broker",
+            &unsafe_run,
+            t,
+        );
+        assert_eq!(unsafe_run.code, 1, "{}", unsafe_run.verdict);
+        assert!(
+            count(&unsafe_run, "lost") > 0,
+            "{}",
+            unsafe_run.verdict["anomalies"]
+        );
+        assert_eq!(
+            unsafe_run.verdict["guarantees"]["at-least-once"],
+            "violated"
+        );
+        no_leftovers(&unsafe_run.dir);
+    }
+
+    #[test]
+    fn quorum_keeps() {
+        let t = Instant::now();
+        // The same kill, aimed at the quorum queue's leader (the one node here): the
+        // broker's own answer (`rabbitmqctl list_queues ... leader`) picks the node.
+        let safe = run_scenario(
+            "d3-quorum",
+            &scenario("d3-quorum", "queue-type = \"quorum\"")
+                .replace("[\"kill-broker\"]", "[\"kill-broker:leader\"]"),
+            &[],
+        );
+        report("D3 rabbitmq quorum queue, kill-broker:leader", &safe, t);
+        assert_eq!(safe.code, 0, "{}", safe.verdict);
+        assert_eq!(count(&safe, "lost"), 0, "{}", safe.verdict["anomalies"]);
+        assert_eq!(safe.verdict["stats"]["drained"], true);
+        let events = nemesis_events(&safe.dir);
+        let kill = events
+            .iter()
+            .find(|e| e["f"] == "kill" && e["type"] == "info")
+            .expect("a kill of the leader");
+        assert_eq!(kill["value"]["role"], "leader", "{kill}");
+        assert_eq!(kill["value"]["node"], "n1", "{kill}");
+        no_leftovers(&safe.dir);
+    }
 }
 
 /// Seed D8 on SQS (moto): processing a batch (6 x 300 ms) outlasts a 1 s visibility
 /// timeout, so the queue hands the batch's last messages to another consumer while
 /// the first still works on them: `redelivered`. A 30 s timeout: none.
-#[test]
-fn d8_sqs_visibility_timeout_shorter_than_processing_redelivers() {
-    let scenario = |name: &str, timeout: u64| {
+mod d8_sqs_visibility_timeout_shorter_than_processing_redelivers {
+    use super::*;
+
+    fn scenario(name: &str, timeout: u64) -> String {
         format!(
             "name = \"{name}\"\nbroker = \"sqs\"\ntime = \"10s\"\nrate = 20.0\nseed = 8\n\
              [delivery]\nvisibility-timeout = {timeout}\n[queue]\nbatch = 6\nprocessing-ms = 300\n"
         )
-    };
-    let t = Instant::now();
-    let short = run_scenario("d8-short", &scenario("d8-short", 1), &[]);
-    report("D8 sqs visibility 1 s, batch 6 x 300 ms", &short, t);
-    assert_eq!(short.code, 0, "{}", short.verdict);
-    assert!(
-        count(&short, "redelivered") > 0,
-        "{}",
-        short.verdict["anomalies"]
-    );
-    assert_eq!(count(&short, "lost"), 0);
-    assert_eq!(short.verdict["guarantees"]["at-most-once"], "violated");
-    let examples = short.verdict["anomalies"]["redelivered"]["examples"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        examples
-            .iter()
-            .any(|e| e["deliveries"][0]["consumer"] != e["deliveries"][1]["consumer"]),
-        "no redelivery to another consumer: {examples:?}"
-    );
-    no_leftovers(&short.dir);
+    }
 
-    let t = Instant::now();
-    let long = run_scenario("d8-long", &scenario("d8-long", 30), &[]);
-    report("D8 sqs visibility 30 s, batch 6 x 300 ms", &long, t);
-    assert_eq!(long.code, 0, "{}", long.verdict);
-    assert_eq!(
-        count(&long, "redelivered"),
-        0,
-        "{}",
-        long.verdict["anomalies"]
-    );
-    assert_eq!(count(&long, "lost"), 0);
-    no_leftovers(&long.dir);
+    #[test]
+    fn short_timeout_redelivers() {
+        let t = Instant::now();
+        let short = run_scenario("d8-short", &scenario("d8-short", 1), &[]);
+        report("D8 sqs visibility 1 s, batch 6 x 300 ms", &short, t);
+        assert_eq!(short.code, 0, "{}", short.verdict);
+        assert!(
+            count(&short, "redelivered") > 0,
+            "{}",
+            short.verdict["anomalies"]
+        );
+        assert_eq!(count(&short, "lost"), 0);
+        assert_eq!(short.verdict["guarantees"]["at-most-once"], "violated");
+        let examples = short.verdict["anomalies"]["redelivered"]["examples"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            examples
+                .iter()
+                .any(|e| e["deliveries"][0]["consumer"] != e["deliveries"][1]["consumer"]),
+            "no redelivery to another consumer: {examples:?}"
+        );
+        no_leftovers(&short.dir);
+    }
+
+    #[test]
+    fn long_timeout_does_not() {
+        let t = Instant::now();
+        let long = run_scenario("d8-long", &scenario("d8-long", 30), &[]);
+        report("D8 sqs visibility 30 s, batch 6 x 300 ms", &long, t);
+        assert_eq!(long.code, 0, "{}", long.verdict);
+        assert_eq!(
+            count(&long, "redelivered"),
+            0,
+            "{}",
+            long.verdict["anomalies"]
+        );
+        assert_eq!(count(&long, "lost"), 0);
+        no_leftovers(&long.dir);
+    }
 }
 
 /// The partition shapes and a leader kill on NATS JetStream, three nodes, R3 stream,
@@ -220,7 +236,9 @@ fn shapes_need_three_nodes_and_leaders_need_a_broker_that_names_one() {
         "refuse-coordinator",
         &[
             "--broker",
-            "rabbitmq",
+            "redis",
+            "--nodes",
+            "1",
             "--time",
             "2s",
             "--nemesis",
@@ -279,82 +297,94 @@ fn d3_redis_kill_primary_with_fsync_always_loses_nothing() {
 /// batch in flight does duplicate: `pause` for 7 s, longer than the 5 s publish
 /// timeout, so each in-flight send is retried while the first copy waits in the
 /// frozen server's socket, and both are stored. With `Nats-Msg-Id` dedup: none.
-#[test]
-fn d6_nats_restart_mid_batch_and_stall_with_and_without_dedup() {
-    let t = Instant::now();
-    let restart = run(
-        "d6-restart",
-        &[
-            "--broker",
-            "nats",
-            "--nodes",
-            "1",
-            "--time",
-            "14s",
-            "--rate",
-            "50",
-            "--seed",
-            "6",
-            "--nemesis",
-            "restart-broker:mid-batch",
-        ],
-    );
-    report("D6 nats restart-broker:mid-batch, no dedup", &restart, t);
-    let in_flight = nemesis_events(&restart.dir)
-        .iter()
-        .filter(|e| e["f"] == "restart" && e["value"]["send_in_flight"] == true)
-        .count();
-    assert!(in_flight >= 1, "no restart hit a send in flight");
-    assert_eq!(restart.code, 0, "{}", restart.verdict);
-    assert_eq!(
-        count(&restart, "lost"),
-        0,
-        "{}",
-        restart.verdict["anomalies"]
-    );
-    assert_eq!(
-        count(&restart, "duplicate-write"),
-        0,
-        "{}",
-        restart.verdict["anomalies"]
-    );
-    no_leftovers(&restart.dir);
+mod d6_nats_restart_mid_batch_and_stall_with_and_without_dedup {
+    use super::*;
 
-    let stall = |name: &str, mode: &str| {
+    /// Paused for 7 s (longer than the 5 s publish timeout) every 3 s.
+    fn stall(name: &str, mode: &str) -> String {
         format!(
             "name = \"{name}\"\nbroker = \"nats\"\nnodes = 1\ntime = \"16s\"\nrate = 50.0\nseed = 6\n\
              nemesis = [\"pause\"]\nnemesis-interval = \"3s\"\nnemesis-duration = \"7s\"\n\
              [delivery]\nmode = \"{mode}\"\n"
         )
-    };
-    let t = Instant::now();
-    let dup = run_scenario("d6-stall", &stall("d6-stall", "at-least-once"), &[]);
-    report("D6 nats pause 7 s, retries, no dedup", &dup, t);
-    assert!(
-        count(&dup, "duplicate-write") > 0,
-        "{}",
-        dup.verdict["anomalies"]
-    );
-    assert_eq!(count(&dup, "lost"), 0);
-    assert_eq!(dup.verdict["guarantees"]["at-most-once"], "violated");
-    no_leftovers(&dup.dir);
+    }
 
-    let t = Instant::now();
-    let dedup = run_scenario(
-        "d6-stall-dedup",
-        &stall("d6-stall-dedup", "idempotent"),
-        &[],
-    );
-    report("D6 nats pause 7 s, retries, Nats-Msg-Id dedup", &dedup, t);
-    assert_eq!(dedup.code, 0, "{}", dedup.verdict);
-    assert_eq!(
-        count(&dedup, "duplicate-write"),
-        0,
-        "{}",
-        dedup.verdict["anomalies"]
-    );
-    assert_eq!(count(&dedup, "lost"), 0);
-    no_leftovers(&dedup.dir);
+    #[test]
+    fn restart_mid_batch_no_duplicate() {
+        let t = Instant::now();
+        let restart = run(
+            "d6-restart",
+            &[
+                "--broker",
+                "nats",
+                "--nodes",
+                "1",
+                "--time",
+                "14s",
+                "--rate",
+                "50",
+                "--seed",
+                "6",
+                "--nemesis",
+                "restart-broker:mid-batch",
+            ],
+        );
+        report("D6 nats restart-broker:mid-batch, no dedup", &restart, t);
+        let in_flight = nemesis_events(&restart.dir)
+            .iter()
+            .filter(|e| e["f"] == "restart" && e["value"]["send_in_flight"] == true)
+            .count();
+        assert!(in_flight >= 1, "no restart hit a send in flight");
+        assert_eq!(restart.code, 0, "{}", restart.verdict);
+        assert_eq!(
+            count(&restart, "lost"),
+            0,
+            "{}",
+            restart.verdict["anomalies"]
+        );
+        assert_eq!(
+            count(&restart, "duplicate-write"),
+            0,
+            "{}",
+            restart.verdict["anomalies"]
+        );
+        no_leftovers(&restart.dir);
+    }
+
+    #[test]
+    fn stall_duplicates() {
+        let t = Instant::now();
+        let dup = run_scenario("d6-stall", &stall("d6-stall", "at-least-once"), &[]);
+        report("D6 nats pause 7 s, retries, no dedup", &dup, t);
+        assert!(
+            count(&dup, "duplicate-write") > 0,
+            "{}",
+            dup.verdict["anomalies"]
+        );
+        assert_eq!(count(&dup, "lost"), 0);
+        assert_eq!(dup.verdict["guarantees"]["at-most-once"], "violated");
+        no_leftovers(&dup.dir);
+    }
+
+    #[test]
+    fn stall_with_dedup_does_not() {
+        let t = Instant::now();
+        let dedup = run_scenario(
+            "d6-stall-dedup",
+            &stall("d6-stall-dedup", "idempotent"),
+            &[],
+        );
+        report("D6 nats pause 7 s, retries, Nats-Msg-Id dedup", &dedup, t);
+        assert_eq!(dedup.code, 0, "{}", dedup.verdict);
+        assert_eq!(
+            count(&dedup, "duplicate-write"),
+            0,
+            "{}",
+            dedup.verdict["anomalies"]
+        );
+        assert_eq!(count(&dedup, "lost"), 0);
+        no_leftovers(&dedup.dir);
+    }
 }
 
 /// Seed O5 on the Kafka protocol (tansu, 3 partitions, two consumers of one group,

@@ -89,15 +89,32 @@ fn several_pause_kill_on_nats_r3_plays_jepsens_steps() {
     for e in &events {
         eprintln!("  nemesis {} {} {}", e["type"], e["f"], e["value"]);
     }
-    // The info events of each step, in the order they happened, with their node.
+    // Each step as the nemesis began it (its invoke), in order, with the node its
+    // info event names when it was done. The order is that of the invokes: a
+    // kill on a loaded machine can take longer than the 500 ms to the next pause,
+    // so the steps may be done in another order than they were begun.
+    let done = |e: &serde_json::Value| {
+        events
+            .iter()
+            .find(|i| {
+                i["type"] == "info"
+                    && i["f"] == e["f"]
+                    && i["value"]["fault_id"] == e["value"]["fault_id"]
+            })
+            .unwrap_or_else(|| panic!("step never done: {e}"))
+    };
     let steps: Vec<(String, String)> = events
         .iter()
-        .filter(|e| e["type"] == "info" && e["f"] != "heal-all")
+        .filter(|e| e["type"] == "invoke" && e["f"] != "heal-all")
         .map(|e| {
-            assert!(e["value"].get("error").is_none(), "{e}");
+            let info = done(e);
+            assert!(info["value"].get("error").is_none(), "{info}");
             (
                 e["f"].as_str().unwrap_or_default().to_string(),
-                e["value"]["node"].as_str().unwrap_or_default().to_string(),
+                info["value"]["node"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )
         })
         .collect();

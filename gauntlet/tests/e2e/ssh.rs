@@ -119,7 +119,7 @@ fn redis_on_ssh_hosts_faults_negative_control_and_heal_after_a_killed_run() {
         "ssh-redis",
         &inventory,
         &[
-            "--broker", "redis", "--replay", &replay, "--time", "20s", "--rate", "50",
+            "--broker", "redis", "--replay", &replay, "--time", "16s", "--rate", "50",
         ],
     );
     let _ = std::fs::remove_file(&schedule);

@@ -12,6 +12,12 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+/// Outputs a run must have sent for its order to be judged. A run's outputs
+/// follow the machine's speed (368 of the shared-input run's on a loaded
+/// machine, 700 on an idle one): the bound says the pipeline ran, the anomaly
+/// counts say what it did.
+const MIN_OUTPUTS: u64 = 100;
+
 const SHARED: &str = include_str!("../../../ci/scenarios/nats-two-hop-shared-input.toml");
 const ONE: &str = include_str!("../../../ci/scenarios/nats-two-hop-one-transformer.toml");
 
@@ -101,48 +107,55 @@ fn print(label: &str, r: &Run, started: Instant) {
     );
 }
 
-#[test]
-fn nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it() {
-    let unsafe_run = run_two_hop("two-hop-shared", SHARED, "three transformers sharing A");
-    let (early, _, outputs) = recount_order(&unsafe_run.dir);
-    eprintln!("recounted from the history: {early} outputs early of {outputs}");
-    assert!(outputs > 500, "only {outputs} outputs sent");
-    assert!(early > 0, "three transformers kept every key's order");
-    assert_eq!(count(&unsafe_run, "two-hop-order"), early);
-    assert_eq!(unsafe_run.verdict["guarantees"]["key-order"], "violated");
-    assert_eq!(count(&unsafe_run, "two-hop-lost"), 0);
-    assert_eq!(count(&unsafe_run, "lost"), 0);
-    for e in unsafe_run.verdict["anomalies"]["two-hop-order"]["examples"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let at = e["broke_at"].as_str().unwrap_or("");
-        assert!(
-            ["input", "transformer", "second-hop"].contains(&at),
-            "an order breach not traced: {e}"
-        );
-        assert_ne!(
-            e["received_first"]["transformer"],
-            Value::Null,
-            "the transformer is named: {e}"
-        );
-    }
-    assert_eq!(unsafe_run.code, 1, "{}", unsafe_run.verdict);
-    assert_eq!(unsafe_run.verdict["stats"]["drained"], Value::Bool(true));
-    no_leftovers(&unsafe_run.dir);
+mod nats_two_hop_shared_transformers_reorder_a_key_one_transformer_keeps_it {
+    use super::*;
 
-    let safe = run_two_hop("two-hop-one", ONE, "one transformer");
-    let (early, dups, outputs) = recount_order(&safe.dir);
-    assert!(outputs > 300, "only {outputs} outputs sent");
-    assert_eq!((early, dups), (0, 0));
-    for a in ["two-hop-order", "two-hop-duplicate", "two-hop-lost", "lost"] {
-        assert_eq!(count(&safe, a), 0, "{a}: {}", safe.verdict["anomalies"][a]);
+    #[test]
+    fn shared_transformers_reorder() {
+        let unsafe_run = run_two_hop("two-hop-shared", SHARED, "three transformers sharing A");
+        let (early, _, outputs) = recount_order(&unsafe_run.dir);
+        eprintln!("recounted from the history: {early} outputs early of {outputs}");
+        assert!(outputs > MIN_OUTPUTS, "only {outputs} outputs sent");
+        assert!(early > 0, "three transformers kept every key's order");
+        assert_eq!(count(&unsafe_run, "two-hop-order"), early);
+        assert_eq!(unsafe_run.verdict["guarantees"]["key-order"], "violated");
+        assert_eq!(count(&unsafe_run, "two-hop-lost"), 0);
+        assert_eq!(count(&unsafe_run, "lost"), 0);
+        for e in unsafe_run.verdict["anomalies"]["two-hop-order"]["examples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let at = e["broke_at"].as_str().unwrap_or("");
+            assert!(
+                ["input", "transformer", "second-hop"].contains(&at),
+                "an order breach not traced: {e}"
+            );
+            assert_ne!(
+                e["received_first"]["transformer"],
+                Value::Null,
+                "the transformer is named: {e}"
+            );
+        }
+        assert_eq!(unsafe_run.code, 1, "{}", unsafe_run.verdict);
+        assert_eq!(unsafe_run.verdict["stats"]["drained"], Value::Bool(true));
+        no_leftovers(&unsafe_run.dir);
     }
-    assert_eq!(safe.verdict["valid"], Value::Bool(true), "{}", safe.verdict);
-    assert_eq!(safe.code, 0);
-    assert_run_folder(&safe.dir);
-    no_leftovers(&safe.dir);
+
+    #[test]
+    fn one_transformer_keeps() {
+        let safe = run_two_hop("two-hop-one", ONE, "one transformer");
+        let (early, dups, outputs) = recount_order(&safe.dir);
+        assert!(outputs > MIN_OUTPUTS, "only {outputs} outputs sent");
+        assert_eq!((early, dups), (0, 0));
+        for a in ["two-hop-order", "two-hop-duplicate", "two-hop-lost", "lost"] {
+            assert_eq!(count(&safe, a), 0, "{a}: {}", safe.verdict["anomalies"][a]);
+        }
+        assert_eq!(safe.verdict["valid"], Value::Bool(true), "{}", safe.verdict);
+        assert_eq!(safe.code, 0);
+        assert_run_folder(&safe.dir);
+        no_leftovers(&safe.dir);
+    }
 }
 
 #[test]
@@ -236,7 +249,7 @@ fn kafka_two_hop_transformers_in_one_group_keep_each_keys_order() {
         "transformers that read inputs, with their partitions: {readers:?}; recounted: {early} \
          outputs early, {dups} inputs transformed twice or more, {outputs} outputs"
     );
-    assert!(outputs > 300, "only {outputs} outputs sent");
+    assert!(outputs > MIN_OUTPUTS, "only {outputs} outputs sent");
     assert!(
         readers.len() >= 2,
         "one transformer did all the work: {readers:?}"
@@ -266,7 +279,7 @@ fn kafka_two_hop_worker_pool_in_a_transformer_reorders_a_key() {
     );
     let (early, dups, outputs) = recount_order(&r.dir);
     eprintln!("recounted: {early} outputs early, {dups} inputs transformed twice or more, {outputs} outputs");
-    assert!(outputs > 300, "only {outputs} outputs sent");
+    assert!(outputs > MIN_OUTPUTS, "only {outputs} outputs sent");
     assert!(early > 0, "no output overtook another");
     assert_eq!(
         count(&r, "two-hop-order"),
