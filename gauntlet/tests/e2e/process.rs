@@ -310,7 +310,7 @@ mod d6_nats_restart_mid_batch_and_stall_with_and_without_dedup {
     }
 
     #[test]
-    fn restart_mid_batch_no_duplicate() {
+    fn restart_mid_batch_keeps_at_least_once_and_duplicates_only_sends_in_flight() {
         let t = Instant::now();
         let restart = run(
             "d6-restart",
@@ -330,7 +330,8 @@ mod d6_nats_restart_mid_batch_and_stall_with_and_without_dedup {
             ],
         );
         report("D6 nats restart-broker:mid-batch, no dedup", &restart, t);
-        let in_flight = nemesis_events(&restart.dir)
+        let events = nemesis_events(&restart.dir);
+        let in_flight = events
             .iter()
             .filter(|e| e["f"] == "restart" && e["value"]["send_in_flight"] == true)
             .count();
@@ -342,12 +343,33 @@ mod d6_nats_restart_mid_batch_and_stall_with_and_without_dedup {
             "{}",
             restart.verdict["anomalies"]
         );
-        assert_eq!(
-            count(&restart, "duplicate-write"),
-            0,
-            "{}",
-            restart.verdict["anomalies"]
+        // Stored twice is allowed at-least-once, and happens only to a send the
+        // SIGKILL caught between its store and its PubAck (a window of about a
+        // millisecond on an idle machine: none; two with two CPU hogs beside it,
+        // 2026-12-07): each duplicate's send was under way when a restart began.
+        let restarts: Vec<u64> = events
+            .iter()
+            .filter(|e| e["f"] == "restart")
+            .filter_map(|e| e["index"].as_u64())
+            .collect();
+        let duplicates = restart.verdict["anomalies"]["duplicate-write"]["examples"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        eprintln!(
+            "duplicate-write {} (restarts at history index {restarts:?})",
+            count(&restart, "duplicate-write")
         );
+        for d in &duplicates {
+            let (invoke, completion) = (
+                d["send_invoke"].as_u64().unwrap_or(0),
+                d["send_completion"].as_u64().unwrap_or(u64::MAX),
+            );
+            assert!(
+                restarts.iter().any(|&r| invoke < r && r < completion),
+                "a duplicate of a send no restart caught: {d}"
+            );
+        }
         no_leftovers(&restart.dir);
     }
 
