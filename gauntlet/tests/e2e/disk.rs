@@ -220,7 +220,7 @@ mod nats_r3_power_loss_of_all_nodes_default_sync_and_always {
     use super::*;
 
     #[test]
-    fn default_sync_loses() {
+    fn default_sync_loses_the_stream() {
         let t = Instant::now();
         let default = nats_power_loss_all("nats-power-all-default", None);
         report(
@@ -254,14 +254,28 @@ mod nats_r3_power_loss_of_all_nodes_default_sync_and_always {
                 .map(|f| f.iter().map(|f| f["path"].to_string()).collect::<Vec<_>>().join(" "))
                 .unwrap_or_default()
         );
-        // What 2.15.1 did here (docs/nemesis.md, "Findings: disk faults"): every
-        // node lost the stream's own metadata with its messages, so no ok send
-        // written before the power loss can be read back after it.
-        assert!(
-            count(&default, "lost") + count(&default, "unseen") > 0,
-            "{}",
-            default.verdict["anomalies"]
-        );
+        // What 2.15.1 did here in every run (docs/nemesis.md, "Findings: disk
+        // faults"): no node had synced the stream's own definition, so the power
+        // loss took it on all three, with every message. Whether an acknowledged
+        // message was still unread when it went (`lost` or `unseen`, printed
+        // above) depends on how far behind the consumer was: 4 seeds of 5 on an
+        // idle machine, and none in a run beside two CPU hogs that kept the
+        // producers slow (2026-12-07).
+        for e in &each {
+            let files: Vec<String> = e["disk"]["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f["path"].as_str().map(str::to_string))
+                .collect();
+            assert!(
+                files
+                    .iter()
+                    .any(|p| p.ends_with("streams/gauntlet/meta.inf")),
+                "{}: the stream's definition survived: {files:?}",
+                e["node"]
+            );
+        }
         no_leftovers(&default.dir);
     }
 
