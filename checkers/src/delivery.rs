@@ -149,6 +149,9 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
     // [slot][partition]: the highest offset the group was delivered there, and by which delivery.
     let n_parts = h.partitions.len();
     let mut max_offset: Vec<Vec<(i64, u32)>> = vec![Vec::new(); groups.len()];
+    // [slot][partition]: the lowest offset the group was delivered there (the
+    // place of a lost message, [`place_of_lost`]).
+    let mut min_offset: Vec<Vec<i64>> = vec![Vec::new(); groups.len()];
 
     for (di, d) in h.deliveries.iter().enumerate() {
         let poll = &h.polls[d.poll as usize];
@@ -164,6 +167,12 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
             if d.offset > e.0 {
                 *e = (d.offset, di as u32);
             }
+            let lo = &mut min_offset[slot as usize];
+            if lo.is_empty() {
+                lo.resize(n_parts, i64::MAX);
+            }
+            let e = &mut lo[d.partition as usize];
+            *e = (*e).min(d.offset);
         }
         if d.send == NONE {
             if unexpected_values.insert(d.value) {
@@ -259,6 +268,19 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
 
     // Lost / unseen, aborted reads, recovered.
     let drained = h.drained;
+    // [slot]: the first and last send invoke among the sends the group read
+    // (the place of a lost message without offsets).
+    let mut read_span: Vec<(u64, u64)> = vec![(u64::MAX, 0); groups.len()];
+    for (slot, firsts) in first.iter().enumerate() {
+        let span = &mut read_span[slot];
+        for (s, &d) in firsts.iter().enumerate() {
+            if d != NONE {
+                let invoke = h.sends[s].invoke;
+                *span = (span.0.min(invoke), span.1.max(invoke));
+            }
+        }
+    }
+    let slot_of = |g: u32| slot_of_group[g as usize] as usize;
     let mut lost = Found::new(max);
     let mut unseen = Found::new(max);
     let mut aborted_read = Found::new(max);
@@ -286,16 +308,27 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
             }
         }
         if written[s] && !missing_in.is_empty() {
-            let (target, groups_hit) = if drained.is_some() {
-                (&mut lost, &missing_in[..])
-            } else if !lost_in.is_empty() {
+            let is_lost = drained.is_some() || !lost_in.is_empty();
+            if drained.is_none() && is_lost {
                 missing_in.retain(|g| lost_in.iter().any(|l| l.0 == *g));
+            }
+            let (target, groups_hit) = if is_lost {
                 (&mut lost, &missing_in[..])
             } else {
                 (&mut unseen, &missing_in[..])
             };
             for &g in groups_hit {
                 target.group_hit(h.group_name(g));
+            }
+            if let (true, Some(&g)) = (is_lost, groups_hit.first()) {
+                let slot = slot_of(g);
+                let place = place_of_lost(
+                    send,
+                    min_offset[slot].get(send.partition as usize).copied(),
+                    max_offset[slot].get(send.partition as usize).map(|e| e.0),
+                    read_span[slot],
+                );
+                *target.by_place.entry(place.to_string()).or_insert(0) += 1;
             }
             target.hit(|| {
                 let mut m = Missing {
@@ -416,4 +449,37 @@ pub(crate) fn check(h: &History, max: usize) -> (Index, Findings) {
             redelivered,
         },
     )
+}
+
+/// Where a lost message sits among what its group read (Jepsen's breakdown of
+/// a queue's losses, as information: `docs/checkers.md`, "Where the lost
+/// messages were"): `before-first-read` (the broker started over, or lost a
+/// prefix), `between-reads` (a hole the group read past: the worst kind),
+/// `after-last-read` (a lost tail), or `never-read` (the group read nothing to
+/// compare with). By offset where the message and the group's reads of its
+/// partition have one, else by the order of the send invokes.
+fn place_of_lost(
+    send: &gauntlet_history::Send,
+    min_offset: Option<i64>,
+    max_offset: Option<i64>,
+    read_span: (u64, u64),
+) -> &'static str {
+    let by = |x: i64, lo: i64, hi: i64| {
+        if x < lo {
+            "before-first-read"
+        } else if x > hi {
+            "after-last-read"
+        } else {
+            "between-reads"
+        }
+    };
+    match (send.offset, min_offset, max_offset) {
+        (o, Some(lo), Some(hi)) if o != NO_OFFSET && lo != i64::MAX && hi != NO_OFFSET => {
+            by(o, lo, hi)
+        }
+        _ if read_span.0 <= read_span.1 => {
+            by(send.invoke as i64, read_span.0 as i64, read_span.1 as i64)
+        }
+        _ => "never-read",
+    }
 }

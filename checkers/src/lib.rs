@@ -28,6 +28,7 @@ mod processing;
 mod radix;
 mod repartition;
 mod resets;
+mod sources;
 pub mod stats;
 mod table;
 mod total;
@@ -43,7 +44,7 @@ use gauntlet_history::OpType;
 use gauntlet_history::NO_OFFSET;
 pub use verdict::{
     Anomaly, AnomalyKind, Flow, FlowRow, Guarantee, Incomplete, IncompleteReason, LagBucket,
-    Latency, Stats, Status, Unjudged, UnjudgedReason, Validity, Verdict,
+    Latency, SourceLost, Stats, Status, Unjudged, UnjudgedReason, Validity, Verdict,
 };
 
 /// How to judge a history.
@@ -346,6 +347,8 @@ fn check_passes(
     let bounded = tot.as_ref().is_some_and(|t| t.bounded);
     let mut warnings = h.warnings.clone();
     warnings.extend(heal_failures(h));
+    let sources_lost = sources::lost(h);
+    warnings.extend(sources_lost.iter().map(sources::sentence));
     if bounded {
         warnings.push(format!(
             "total-order: the cross-consumer search stopped after {} comparisons; its count is a lower bound",
@@ -543,6 +546,7 @@ fn check_passes(
         warnings,
         incomplete: None,
         unjudged,
+        sources_lost,
     }
 }
 

@@ -531,6 +531,36 @@ pub struct Verdict {
     /// checker pass panicked). Absent when everything was judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unjudged: Vec<Unjudged>,
+    /// Extension: the streams, queues or topics the broker lost, by its own
+    /// answer to the final drain (the `drained` marker's `drain.missing`).
+    /// Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources_lost: Vec<SourceLost>,
+}
+
+/// One entry of the verdict's `sources_lost` extension: a stream, queue or
+/// topic the broker answered the drain does not exist, and from when the run
+/// could tell (times in nanoseconds since the run started).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceLost {
+    /// The group whose drain got the answer.
+    pub group: String,
+    /// What was missing, in words: `stream gauntlet`.
+    pub what: String,
+    /// The broker's answer.
+    pub answer: String,
+    /// When the drain got the answer first.
+    pub answered_at: u64,
+    /// When it got it last, confirming it.
+    pub confirmed_at: u64,
+    /// The last acknowledged send or non-empty read before the drain: the
+    /// stream was there then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ok: Option<u64>,
+    /// The first send after [`SourceLost::last_ok`] that failed or ended
+    /// unknown: from when the loss showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<u64>,
 }
 
 /// Why part or all of a history was not judged (the verdict's `unjudged`).

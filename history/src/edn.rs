@@ -676,6 +676,7 @@ fn op(
         producer: None,
         value,
         error,
+        drain: None,
     })
 }
 

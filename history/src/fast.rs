@@ -402,6 +402,7 @@ fn parse_prefix<'a>(line: &'a [u8], end: &mut usize) -> Option<Op<'a>> {
         producer,
         value,
         error,
+        drain: None,
     })
 }
 

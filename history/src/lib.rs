@@ -10,6 +10,7 @@
 //! This crate depends on no other Gauntlet crate, and does no I/O beyond the
 //! file it reads or writes.
 #![warn(missing_docs)]
+pub mod drain;
 pub mod edn;
 pub mod error;
 mod fast;
@@ -22,6 +23,7 @@ pub mod reader;
 pub mod rng;
 pub mod writer;
 
+pub use drain::{DrainEnd, DrainEnded, MissingSource};
 pub use error::{HistoryError, Problem};
 pub use model::{Delivery, History, Outcome, Poll, Send, NONE, NO_OFFSET, NO_OP};
 pub use op::{parse_op, Msg, Op, OpType, Process, Value, F};

@@ -386,6 +386,9 @@ pub struct History {
     pub drain: Option<u64>,
     /// Op index of the `drained` phase marker.
     pub drained: Option<u64>,
+    /// How the drain ended: the `drained` marker's `drain` field (`None`
+    /// when it has none, as in histories written before it existed).
+    pub drain_end: Option<crate::DrainEnd>,
     /// The keys of messages, interned.
     pub keys: Interner,
     /// Group 0 is the default group (polls without `group`), named "".
@@ -853,7 +856,14 @@ impl Builder {
                     if let Value::Phase(p) = &op.value {
                         match &**p {
                             "drain" => self.h.drain = self.h.drain.or(Some(op.index)),
-                            "drained" => self.h.drained = Some(op.index),
+                            "drained" => {
+                                self.h.drained = Some(op.index);
+                                if let Some(raw) = op.drain {
+                                    let end = serde_json::from_str::<crate::DrainEnd>(raw)
+                                        .map_err(|e| Problem::bad("drain", e))?;
+                                    self.h.drain_end = Some(end);
+                                }
+                            }
                             _ => {}
                         }
                     }

@@ -4,7 +4,7 @@ use crate::json::{Hint, IntError, JsonError, Kind, Scanner};
 
 // The keys of each object, in the order the writer puts them (the reader tries
 // the one after the last key found first); a key's place in its list is its id.
-const OP_KEYS: [Hint; 9] = [
+const OP_KEYS: [Hint; 10] = [
     Hint::new("index"),
     Hint::new("time"),
     Hint::new("process"),
@@ -14,6 +14,7 @@ const OP_KEYS: [Hint; 9] = [
     Hint::new("producer"),
     Hint::new("value"),
     Hint::new("error"),
+    Hint::new("drain"),
 ];
 const K_INDEX: usize = 0;
 const K_TIME: usize = 1;
@@ -24,6 +25,7 @@ const K_GROUP: usize = 5;
 const K_PRODUCER: usize = 6;
 const K_VALUE: usize = 7;
 const K_ERROR: usize = 8;
+const K_DRAIN: usize = 9;
 
 // Messages and micro-ops: the writer's maps are sorted by key.
 const MSG_KEYS: [Hint; 10] = [
@@ -241,6 +243,9 @@ pub struct Op<'a> {
     pub value: Value<'a>,
     /// `error`: the error text of a `fail` or `info`.
     pub error: Option<Cow<'a, str>>,
+    /// Extension, read on harness events only: the `drain` field of the
+    /// `drained` marker, as raw JSON text ([`crate::DrainEnd`]).
+    pub drain: Option<&'a str>,
 }
 
 fn json(e: JsonError) -> Problem {
@@ -546,6 +551,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
     let mut group = None;
     let mut producer = None;
     let mut error = None;
+    let mut drain = None;
     let mut value: Option<Value<'_>> = None;
     let mut value_at: Option<usize> = None;
     let mut first = true;
@@ -619,6 +625,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
                     _ => Some(Cow::Borrowed(s.skip().map_err(json)?)),
                 }
             }
+            K_DRAIN => drain = Some(s.skip().map_err(json)?),
             K_VALUE => match (&f, kind, &process) {
                 // The usual field order (f and type before value): read it typed at once.
                 (Some(f), Some(kind), Some(p)) => {
@@ -666,6 +673,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
         }
         (None, None) => Value::None,
     };
+    let drain = drain.filter(|_| process == Process::Harness);
     if client && kind == OpType::Invoke {
         match (&f, &value) {
             (F::Send, Value::None) => return Err(Problem::MissingField("value")),
@@ -683,6 +691,7 @@ pub(crate) fn parse_general(line: &[u8]) -> Result<Op<'_>, Problem> {
         producer,
         value,
         error,
+        drain,
     })
 }
 

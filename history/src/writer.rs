@@ -35,6 +35,9 @@ pub struct Event {
     pub value: Option<Payload>,
     /// `error`: the error text of a `fail` or `info`.
     pub error: Option<String>,
+    /// Extension, on the `drained` marker only: how the drain ended
+    /// ([`crate::DrainEnd`]), written after `error`.
+    pub drain: Option<serde_json::Value>,
 }
 
 /// An event's `value`.
@@ -107,6 +110,7 @@ impl Event {
             producer: None,
             value: None,
             error: None,
+            drain: None,
         }
     }
     /// This event with `value` set.
@@ -164,6 +168,13 @@ impl<W: Write> HistoryWriter<W> {
             last_time: 0,
             line: Vec::with_capacity(256),
         }
+    }
+
+    /// Nanoseconds since the writer was created: the `time` an event appended now gets.
+    pub fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(self.last_time)
     }
 
     /// Records an event now (nanoseconds since the writer was created); returns its index.
@@ -238,6 +249,10 @@ pub fn write_line(buf: &mut Vec<u8>, index: u64, time: u64, e: &Event) -> io::Re
     if let Some(err) = &e.error {
         buf.extend_from_slice(b",\"error\":");
         serde_json::to_writer(&mut *buf, err)?;
+    }
+    if let Some(d) = &e.drain {
+        buf.extend_from_slice(b",\"drain\":");
+        serde_json::to_writer(&mut *buf, d)?;
     }
     buf.extend_from_slice(b"}\n");
     Ok(())

@@ -145,3 +145,41 @@ fn writer_output_reads_back() {
     assert_eq!(h.nemesis.len(), 1);
     assert_eq!(h.drained, Some(7));
 }
+
+#[test]
+fn the_drained_marker_carries_how_the_drain_ended_through_the_writer() {
+    use gauntlet_history::{DrainEnd, DrainEnded, MissingSource};
+    let end = DrainEnd::with_missing(vec![MissingSource {
+        group: "g1".into(),
+        what: "stream gauntlet".into(),
+        answer: "stream not found".into(),
+        first_answer: 1,
+        confirmed: 2,
+    }]);
+    let mut w = HistoryWriter::new(Vec::new());
+    let mut marker = Event::new(Actor::Harness, OpType::Info, "phase").value(json!("drained"));
+    marker.drain = Some(end.to_json());
+    w.append(&Event::new(Actor::Harness, OpType::Info, "phase").value(json!("drain")))
+        .expect("write");
+    w.append(&marker).expect("write");
+    let text = String::from_utf8(w.into_inner()).expect("utf-8");
+    assert!(
+        text.contains(r#""value":"drained","drain":{"ended":"missing""#),
+        "{text}"
+    );
+    let h = read_bytes("h.jsonl", text.as_bytes()).expect("reads");
+    assert_eq!(h.drained, Some(1));
+    assert_eq!(
+        h.drain_end.as_ref().map(|e| e.ended),
+        Some(DrainEnded::Missing)
+    );
+    assert_eq!(h.drain_end, Some(end));
+    // A `drain` field anywhere but on the harness's events is not read.
+    let client = r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"key":"k","value":1},"drain":7}"#;
+    assert!(read_bytes("h.jsonl", format!("{client}\n").as_bytes()).is_ok());
+    // On the marker, a field that is not a drain ending is refused with its line.
+    let bad = r#"{"index":0,"time":0,"process":"harness","type":"info","f":"phase","value":"drained","drain":{"ended":7}}"#;
+    let (line, p) = problem(&format!("{bad}\n"));
+    assert_eq!(line, 1);
+    assert!(p.to_string().contains("drain"), "{p}");
+}

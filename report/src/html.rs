@@ -467,7 +467,8 @@ fn anomalies(out: &mut String, v: &Verdict) {
                 if a.by_group.len() > 20 {
                     let _ = write!(s, " {} more groups not shown", a.by_group.len() - 20);
                 }
-                // The two-hop anomalies: where each left the pipeline or broke.
+                // Where each was: a two-hop anomaly where it left the pipeline or
+                // broke, a lost message where it was among its group's reads.
                 for (place, n) in &a.by_place {
                     let _ = write!(s, "<span class=\"tag\">{} {n}</span>", esc(&cut(place, 60)));
                 }

@@ -79,6 +79,18 @@ pub enum ClientError {
         /// What it does not support.
         what: String,
     },
+    /// The broker answered that the stream, queue or topic does not exist (a
+    /// definite answer, not a timeout: the final drain confirms it and counts
+    /// what the broker acknowledged there as lost).
+    #[error("{broker}: {what} does not exist: {answer}")]
+    Missing {
+        /// The broker's name.
+        broker: &'static str,
+        /// What is missing, in words: `stream gauntlet`.
+        what: String,
+        /// The broker's answer, as its client library gave it.
+        answer: String,
+    },
     /// A message body is not what [`body`] writes.
     #[error("bad message body {body:?}: {reason}")]
     BadBody {

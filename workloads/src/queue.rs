@@ -384,6 +384,7 @@ impl WireEvent {
             producer: None,
             value: self.value.map(Payload::Json),
             error: self.error,
+            drain: None,
         })
     }
 }
@@ -571,6 +572,75 @@ pub async fn run_consumer(
                 return;
             }
         }
+    }
+}
+
+/// The `type` of the line a drain worker writes when the broker answered, and
+/// still answered [`MISSING_CONFIRM`] later, that its stream, queue or topic
+/// does not exist (`f` is `drain`; the value is [`MissingAnswer`]).
+pub const MISSING: &str = "missing";
+
+/// How long a drain worker keeps asking after the first "does not exist"
+/// before it takes the answer as final: a cluster that is still recovering can
+/// answer so for a moment.
+pub const MISSING_CONFIRM: Duration = Duration::from_secs(10);
+
+/// The value of a drain worker's [`MISSING`] line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingAnswer {
+    /// What is missing, in words: `stream gauntlet`.
+    pub what: String,
+    /// The broker's last answer.
+    pub answer: String,
+    /// Milliseconds from the first such answer to the last.
+    pub confirmed_after_ms: u64,
+}
+
+/// What the final drain's consumer found.
+pub enum DrainSource {
+    /// A consumer, ready to read to the end.
+    Ready(Box<dyn Consumer>),
+    /// The broker answered that the source does not exist, and still did
+    /// [`MISSING_CONFIRM`] later.
+    Missing(MissingAnswer),
+}
+
+/// The final drain's consumer: as [`connect_consumer`], except that a broker
+/// answering that the stream, queue or topic does not exist is asked again
+/// until `confirm` has passed since its first such answer (`patience` is
+/// stretched for that); if every answer from then on says the same, that is
+/// the drain's result. Any other error in between leaves the first answer's
+/// time as it was, but a consumer made at last wins.
+pub async fn connect_drain_consumer(
+    driver: &dyn Driver,
+    group: &str,
+    process: u64,
+    patience: Duration,
+    confirm: Duration,
+) -> Result<DrainSource, crate::client::ClientError> {
+    use crate::client::ClientError;
+    let start = Instant::now();
+    let mut first_missing: Option<Instant> = None;
+    loop {
+        match driver.consumer(group, process).await {
+            Ok(c) => return Ok(DrainSource::Ready(c)),
+            Err(ClientError::Missing { what, answer, .. }) => {
+                let first = *first_missing.get_or_insert_with(Instant::now);
+                if first.elapsed() >= confirm {
+                    return Ok(DrainSource::Missing(MissingAnswer {
+                        what,
+                        answer,
+                        confirmed_after_ms: first.elapsed().as_millis() as u64,
+                    }));
+                }
+            }
+            Err(e) if start.elapsed() >= patience && first_missing.is_none() => return Err(e),
+            Err(e) if first_missing.is_some_and(|f| f.elapsed() >= patience + confirm) => {
+                return Err(e)
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -238,6 +238,21 @@ impl Recorder {
         self.writer.lock().ok().and_then(|s| s.last_index)
     }
 
+    /// The history's clock now: the `time` an event recorded now gets (0 if the
+    /// writer's lock is poisoned).
+    pub fn now(&self) -> u64 {
+        self.writer.lock().map(|s| s.writer.now()).unwrap_or(0)
+    }
+
+    /// The `drained` marker, with how the drain ended (its `drain` field,
+    /// docs/history-format.md).
+    pub fn drained(&self, end: &gauntlet_history::DrainEnd) -> io::Result<u64> {
+        let mut e =
+            Event::new(Actor::Harness, OpType::Info, "phase").value(serde_json::json!("drained"));
+        e.drain = Some(end.to_json());
+        self.record(&e)
+    }
+
     /// A harness phase marker (`drain`, `drained`, ...).
     pub fn phase(&self, phase: &str) -> io::Result<u64> {
         self.record(

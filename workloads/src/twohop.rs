@@ -711,7 +711,7 @@ pub async fn run<F: std::future::Future<Output = ()>>(
         let _ = c.await;
     }
     if !rec.failed() {
-        let _ = rec.phase("drained");
+        let _ = rec.drained(&gauntlet_history::DrainEnd::caught_up());
     }
     let s = sh.summary.lock().map(|s| *s).unwrap_or_default();
     Ok(s)

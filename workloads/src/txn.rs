@@ -531,7 +531,7 @@ pub async fn run<F: std::future::Future<Output = ()>>(
     }
     let _ = rec.phase("drain");
     let drained = drain(bootstrap, &rec, &cfg).await?;
-    let _ = rec.phase("drained");
+    let _ = rec.drained(&gauntlet_history::DrainEnd::caught_up());
     let mut s = summary.lock().map(|s| *s).unwrap_or_default();
     s.sends = sends;
     s.drained = drained;

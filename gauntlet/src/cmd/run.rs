@@ -426,6 +426,10 @@ pub fn event_line(e: &RunEvent) -> Option<Line> {
             "drain did not finish: no `drained` marker (unacknowledged losses will be `unseen`)"
                 .into(),
         ),
+        RunEvent::SourceMissing { group, what, answer } => Line::Run(format!(
+            "drain of {group}: the broker says {what} does not exist ({answer}), and still did {}s later: what it acknowledged there and nobody read is lost",
+            gauntlet_workloads::queue::MISSING_CONFIRM.as_secs()
+        )),
         RunEvent::TearingDown => Line::Run("tearing down...".into()),
         RunEvent::Warning(w) => Line::Run(w.clone()),
         RunEvent::VerdictUnknown { failure } => {

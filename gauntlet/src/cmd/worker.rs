@@ -5,7 +5,10 @@
 //! op under way and exit; SIGKILL (the nemesis) leaves that op without completion.
 use clap::Args;
 use gauntlet_workloads::log::{run_log_worker, LogWorker, Membership};
-use gauntlet_workloads::queue::{connect_consumer, run_consumer, ConsumerConfig};
+use gauntlet_workloads::queue::{
+    connect_consumer, connect_drain_consumer, run_consumer, ConsumerConfig, DrainSource, WireEvent,
+    MISSING, MISSING_CONFIRM,
+};
 use gauntlet_workloads::stall::{Stall, StallPoint};
 use gauntlet_workloads::worker_call::{LogSlot, WorkerCall};
 use gauntlet_workloads::{BrokerKind, Delivery};
@@ -164,8 +167,34 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<i32> {
             args.drain,
             None,
         )?;
-        let mut consumer =
-            connect_consumer(&*driver, &args.group, args.process, Duration::from_secs(30)).await?;
+        let patience = Duration::from_secs(30);
+        let mut consumer = if args.drain {
+            match connect_drain_consumer(
+                &*driver,
+                &args.group,
+                args.process,
+                patience,
+                MISSING_CONFIRM,
+            )
+            .await?
+            {
+                DrainSource::Ready(c) => c,
+                DrainSource::Missing(answer) => {
+                    // The broker's final word: the harness writes it on the
+                    // `drained` marker, and nothing is left to read.
+                    emitter()(WireEvent {
+                        kind: MISSING.into(),
+                        f: "drain".into(),
+                        group: Some(args.group.clone()),
+                        value: serde_json::to_value(&answer).ok(),
+                        error: None,
+                    });
+                    return anyhow::Ok(0);
+                }
+            }
+        } else {
+            connect_consumer(&*driver, &args.group, args.process, patience).await?
+        };
         let (stop, stall) = watch_stdin();
         let cfg = ConsumerConfig {
             group: args.group.clone(),

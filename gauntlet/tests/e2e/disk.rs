@@ -109,6 +109,11 @@ mod d3_redis_power_loss_loses_acknowledged_sends_with_everysec_not_with_always {
         );
         assert_eq!(count(&always, "lost"), 0, "{}", always.verdict["anomalies"]);
         assert_eq!(always.code, 0, "{}", always.verdict);
+        assert!(
+            always.verdict["sources_lost"].is_null(),
+            "{}",
+            always.verdict
+        );
         redis_power_loss_shown(&always);
     }
 }
@@ -276,6 +281,40 @@ mod nats_r3_power_loss_of_all_nodes_default_sync_and_always {
                 e["node"]
             );
         }
+        // The lost-stream rule (docs/checkers.md, "A lost stream"): the drain
+        // was told, and told again 10 s later, that the stream does not exist;
+        // the marker says so, the verdict names the stream, and whatever was
+        // acknowledged and unread is `lost`, never `unseen`.
+        assert_eq!(
+            default.verdict["stats"]["drained"], true,
+            "{}",
+            default.verdict
+        );
+        let gone = default.verdict["sources_lost"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        eprintln!("sources_lost: {gone:?}");
+        assert_eq!(gone.len(), 1, "{}", default.verdict);
+        assert_eq!(gone[0]["what"], "stream gauntlet", "{}", gone[0]);
+        assert_eq!(
+            count(&default, "unseen"),
+            0,
+            "{}",
+            default.verdict["anomalies"]
+        );
+        assert_ne!(default.verdict["valid"], "unknown", "{}", default.verdict);
+        assert!(
+            default.verdict["warnings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|w| w
+                    .as_str()
+                    .is_some_and(|w| w.starts_with("the broker lost stream gauntlet"))),
+            "{}",
+            default.verdict["warnings"]
+        );
         no_leftovers(&default.dir);
     }
 

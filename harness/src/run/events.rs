@@ -149,6 +149,17 @@ pub enum RunEvent {
     Draining,
     /// The drain did not finish: no `drained` marker.
     DrainUnfinished,
+    /// The broker answered the drain of `group` that its stream, queue or topic
+    /// does not exist, and still did a while later: what it acknowledged there
+    /// and no group read is lost.
+    SourceMissing {
+        /// The group whose drain got the answer.
+        group: String,
+        /// What is missing, in words.
+        what: String,
+        /// The broker's answer.
+        answer: String,
+    },
     /// The deployment is being torn down.
     TearingDown,
     /// Something worth telling that does not stop the run.

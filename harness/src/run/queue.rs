@@ -214,10 +214,18 @@ pub(super) async fn finish(
     // Final drain: fresh consumers per group until a few polls in a row bring nothing.
     let _ = recorder.phase("drain");
     events.send(RunEvent::Draining);
-    if drain(spec, recorder, groups, Duration::from_secs(120)).await? {
-        let _ = recorder.phase("drained");
-    } else {
-        events.send(RunEvent::DrainUnfinished);
+    match drain(spec, recorder, groups, Duration::from_secs(120)).await? {
+        Some(end) => {
+            for m in &end.missing {
+                events.send(RunEvent::SourceMissing {
+                    group: m.group.clone(),
+                    what: m.what.clone(),
+                    answer: m.answer.clone(),
+                });
+            }
+            let _ = recorder.drained(&end);
+        }
+        None => events.send(RunEvent::DrainUnfinished),
     }
     Ok(())
 }

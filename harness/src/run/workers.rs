@@ -4,8 +4,9 @@ use super::events::{EventSink, RunEvent};
 use super::scenario::Workload;
 use crate::broker::BrokerKind;
 use crate::error::HarnessError;
+use gauntlet_history::{DrainEnd, MissingSource};
 use gauntlet_workloads::log::LogConfig;
-use gauntlet_workloads::queue::{QueueConfig, WireEvent};
+use gauntlet_workloads::queue::{MissingAnswer, QueueConfig, WireEvent, MISSING};
 use gauntlet_workloads::worker_call::{LogSlot, WorkerCall};
 use gauntlet_workloads::{Delivery, Recorder};
 use std::path::PathBuf;
@@ -24,6 +25,9 @@ pub(super) struct Worker {
     pub(super) process: u64,
     /// Told when the worker reports that it stalled where the nemesis asked.
     pub(super) stalled: Arc<tokio::sync::Notify>,
+    /// A drain worker's report that the broker answered its stream, queue or
+    /// topic does not exist (set by the relay).
+    pub(super) missing: Arc<std::sync::Mutex<Option<MissingSource>>>,
 }
 
 /// How to start `gauntlet worker` processes.
@@ -94,11 +98,41 @@ impl WorkerSpec {
         let stalled = Arc::new(tokio::sync::Notify::new());
         let told = stalled.clone();
         let events = self.events.clone();
+        let missing = Arc::new(std::sync::Mutex::new(None));
+        let found = missing.clone();
+        let group = group.to_string();
         let relay = tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 match serde_json::from_str::<WireEvent>(&line) {
                     Ok(w) if w.kind == gauntlet_workloads::stall::STALLED => told.notify_one(),
+                    Ok(w) if w.kind == MISSING => {
+                        let answer = w
+                            .value
+                            .and_then(|v| serde_json::from_value::<MissingAnswer>(v).ok());
+                        match answer {
+                            Some(a) => {
+                                let confirmed = rec.now();
+                                let source = MissingSource {
+                                    group: group.clone(),
+                                    what: a.what,
+                                    answer: a.answer,
+                                    first_answer: confirmed.saturating_sub(
+                                        a.confirmed_after_ms.saturating_mul(1_000_000),
+                                    ),
+                                    confirmed,
+                                };
+                                if let Ok(mut m) = found.lock() {
+                                    *m = Some(source);
+                                }
+                            }
+                            None => events.send(RunEvent::WorkerUnreadable {
+                                process,
+                                error: "a `missing` line without what and answer".into(),
+                                line,
+                            }),
+                        }
+                    }
                     Ok(w) => {
                         if let Some(e) = w.into_event(process) {
                             let _ = rec.record(&e);
@@ -117,6 +151,7 @@ impl WorkerSpec {
             relay,
             process,
             stalled,
+            missing,
         })
     }
 }
@@ -170,18 +205,22 @@ pub(super) async fn stop_all(pool: &Pool, grace: Duration) {
 }
 
 /// The final drain: one fresh consumer per group, each running until its own
-/// empty polls end it. Whether every one finished cleanly within `limit`.
+/// empty polls end it, or until the broker answered (and still answered a while
+/// later) that the group's stream, queue or topic does not exist. How it ended,
+/// or `None` when a group did neither within `limit` (a drain that could not
+/// finish: no `drained` marker).
 pub(super) async fn drain(
     spec: &WorkerSpec,
     recorder: &Arc<Recorder>,
     groups: &[String],
     limit: Duration,
-) -> Result<bool, HarnessError> {
+) -> Result<Option<DrainEnd>, HarnessError> {
     let mut drains = Vec::new();
     for g in groups {
         drains.push(spec.spawn(recorder, g, true)?);
     }
     let mut all_done = true;
+    let mut missing = Vec::new();
     for mut d in drains {
         // `Child::wait` closes the child's stdin first, which a worker reads as "stop":
         // keep stdin open so the drain runs until its own empty polls end it.
@@ -190,7 +229,12 @@ pub(super) async fn drain(
             Ok(Ok(status)) if status.success() => {}
             _ => all_done = false,
         }
+        let found = d.missing.clone();
+        // Waits for the relay, so a `missing` line is in by now.
         d.stop(Duration::from_secs(1)).await;
+        if let Some(m) = found.lock().ok().and_then(|mut m| m.take()) {
+            missing.push(m);
+        }
     }
-    Ok(all_done)
+    Ok(all_done.then(|| DrainEnd::with_missing(missing)))
 }

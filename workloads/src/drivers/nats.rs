@@ -211,10 +211,20 @@ impl Driver for Nats {
     async fn consumer(&self, group: &str, _process: u64) -> Result<Box<dyn Consumer>, ClientError> {
         let client = self.connect().await?;
         let js = self.context(client.clone());
-        let stream = js
-            .get_stream(&self.stream)
-            .await
-            .map_err(|e| setup_err(&format!("get stream {}", self.stream), e))?;
+        let stream = js.get_stream(&self.stream).await.map_err(|e| {
+            // "stream not found" is the meta leader's answer (a cluster with no
+            // leader times out instead): a definite one.
+            if let jetstream::context::GetStreamErrorKind::JetStream(j) = e.kind() {
+                if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND {
+                    return ClientError::Missing {
+                        broker: "nats",
+                        what: format!("stream {}", self.stream),
+                        answer: j.to_string(),
+                    };
+                }
+            }
+            setup_err(&format!("get stream {}", self.stream), e)
+        })?;
         let consumer = stream
             .get_or_create_consumer(group, self.consumer_config(group))
             .await

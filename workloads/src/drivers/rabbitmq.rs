@@ -198,7 +198,16 @@ impl Driver for RabbitMq {
                 args,
             )
             .await
-            .map_err(|e| setup_err("basic.consume", e))?;
+            .map_err(|e| match &e {
+                // 404 NOT_FOUND: the queue does not exist (a definite answer;
+                // the final drain asks again before it takes it as final).
+                lapin::Error::ProtocolError(p) if p.get_id() == 404 => ClientError::Missing {
+                    broker: "rabbitmq",
+                    what: format!("queue {}", Self::queue_name(group)),
+                    answer: p.to_string(),
+                },
+                _ => setup_err("basic.consume", e),
+            })?;
         Ok(Box::new(RabbitConsumer {
             _conn: conn,
             ch,
