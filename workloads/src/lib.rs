@@ -57,6 +57,7 @@ pub fn driver_for(
             let mut d = drivers::redis::Redis::new(&first, settings);
             if drain {
                 d.claim_idle = std::time::Duration::ZERO;
+                d.drain = true;
             }
             Ok(Arc::new(d))
         }

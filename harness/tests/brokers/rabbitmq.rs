@@ -78,7 +78,7 @@ async fn get_fresh(addr: &str) -> Result<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_nodes_quorum_queue_survives_kill_of_a_node() {
+async fn three_nodes_quorum_queue_survives_kill_of_a_node_and_a_missing_queue_is_told() {
     let dep = common::launch(BrokerKind::RabbitMq, Some(3)).await;
     let addrs = dep.addrs("amqp");
     let (conn1, ch1) =
@@ -119,5 +119,34 @@ async fn three_nodes_quorum_queue_survives_kill_of_a_node() {
     let _ = conn1.close(0, "bye").await;
 
     common::kill_and_restart(&dep, "n3").await;
+
+    // The final drain's consumer takes a 404 on basic.consume as the broker's
+    // answer that the queue does not exist (docs/checkers.md, "A lost stream"):
+    // a group whose queue was never declared.
+    let driver = gauntlet_workloads::driver_for(
+        BrokerKind::RabbitMq,
+        &addrs,
+        gauntlet_workloads::Delivery::default().resolve(),
+        true,
+        None,
+    )
+    .expect("a drain driver");
+    let found = gauntlet_workloads::queue::connect_drain_consumer(
+        &*driver,
+        "never-declared",
+        1,
+        Duration::from_secs(60),
+        Duration::from_secs(1),
+    )
+    .await
+    .expect("an answer");
+    let gauntlet_workloads::queue::DrainSource::Missing(m) = found else {
+        panic!("a queue never declared was found");
+    };
+    assert!(m.what.starts_with("queue "), "{m:?}");
+    assert!(
+        m.answer.contains("404") || m.answer.contains("NOT-FOUND"),
+        "{m:?}"
+    );
     common::teardown(dep).await;
 }

@@ -134,3 +134,69 @@ async fn the_scenarios_appendfsync_reaches_every_node() {
     assert_eq!(config_get(&dep, "n1", "appendfsync").await, "always");
     common::teardown(dep).await;
 }
+
+/// The final drain's consumer asks whether its stream and group still exist
+/// (docs/checkers.md, "A lost stream"): a stream gone is `missing`, and so is
+/// a stream that a producer's XADD made again without the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_consumer_tells_a_lost_stream_and_a_lost_group() {
+    use gauntlet_workloads::queue::{connect_drain_consumer, DrainSource};
+    let dep = common::launch(BrokerKind::Redis, Some(1)).await;
+    let addrs = dep.addrs("client");
+    let driver = gauntlet_workloads::driver_for(
+        BrokerKind::Redis,
+        &addrs,
+        gauntlet_workloads::Delivery::default().resolve(),
+        true,
+        None,
+    )
+    .expect("a drain driver");
+    let groups = ["g".to_string()];
+    common::retry("setup", Duration::from_secs(30), || driver.setup(&groups)).await;
+    let drain = |what: &'static str| {
+        let driver = driver.clone();
+        async move {
+            let found = connect_drain_consumer(
+                &*driver,
+                "g",
+                1,
+                Duration::from_secs(30),
+                Duration::from_secs(1),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            match found {
+                DrainSource::Ready(_) => None,
+                DrainSource::Missing(m) => Some(m),
+            }
+        }
+    };
+    assert!(drain("whole").await.is_none(), "the stream and group exist");
+
+    let mut con = common::retry("connect", Duration::from_secs(30), || conn(&addrs[0])).await;
+    let _: i64 = redis::cmd("DEL")
+        .arg("gauntlet")
+        .query_async(&mut con)
+        .await
+        .expect("DEL");
+    let m = drain("deleted").await.expect("a deleted stream is missing");
+    assert_eq!(m.what, "stream gauntlet", "{m:?}");
+    assert!(m.answer.contains("no such key"), "{m:?}");
+    assert!(m.confirmed_after_ms >= 1000, "{m:?}");
+
+    let _: String = redis::cmd("XADD")
+        .arg("gauntlet")
+        .arg("*")
+        .arg("key")
+        .arg("k")
+        .arg("value")
+        .arg(1)
+        .query_async(&mut con)
+        .await
+        .expect("XADD");
+    let m = drain("made again")
+        .await
+        .expect("a stream without the group");
+    assert_eq!(m.what, "consumer group g of stream gauntlet", "{m:?}");
+    common::teardown(dep).await;
+}

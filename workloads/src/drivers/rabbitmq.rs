@@ -200,12 +200,19 @@ impl Driver for RabbitMq {
             .await
             .map_err(|e| match &e {
                 // 404 NOT_FOUND: the queue does not exist (a definite answer;
-                // the final drain asks again before it takes it as final).
-                lapin::Error::ProtocolError(p) if p.get_id() == 404 => ClientError::Missing {
-                    broker: "rabbitmq",
-                    what: format!("queue {}", Self::queue_name(group)),
-                    answer: p.to_string(),
-                },
+                // the final drain asks again before it takes it as final). Not
+                // "home node ... is down or inaccessible": that queue exists on
+                // a node that is down, and a drain that cannot reach it did not
+                // finish.
+                lapin::Error::ProtocolError(p)
+                    if p.get_id() == 404 && !p.to_string().contains("down or inaccessible") =>
+                {
+                    ClientError::Missing {
+                        broker: "rabbitmq",
+                        what: format!("queue {}", Self::queue_name(group)),
+                        answer: p.to_string(),
+                    }
+                }
                 _ => setup_err("basic.consume", e),
             })?;
         Ok(Box::new(RabbitConsumer {

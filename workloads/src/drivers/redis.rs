@@ -20,6 +20,9 @@ pub struct Redis {
     pub settings: Resolved,
     /// Claim idle time; 0 for drain consumers, which take over everything pending.
     pub claim_idle: Duration,
+    /// The final drain's driver: a consumer first asks whether the stream and
+    /// its group still exist, and a "no" is [`ClientError::Missing`].
+    pub drain: bool,
 }
 
 impl Redis {
@@ -29,6 +32,46 @@ impl Redis {
             url: format!("redis://{addr}/"),
             settings,
             claim_idle: CLAIM_IDLE,
+            drain: false,
+        }
+    }
+
+    /// For the final drain: whether the stream and `group` still exist. A
+    /// primary that lost its data (a power loss of its AOF, a wipe) answers
+    /// "no such key", or lists no such group once a producer's XADD made the
+    /// stream again; XREADGROUP would fail with NOGROUP until the drain gave up.
+    async fn source_exists(
+        &self,
+        con: &mut MultiplexedConnection,
+        group: &str,
+    ) -> Result<(), ClientError> {
+        let r: Result<redis::streams::StreamInfoGroupsReply, RedisError> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(STREAM)
+            .query_async(con)
+            .await;
+        match r {
+            Ok(reply) if reply.groups.iter().any(|g| g.name == group) => Ok(()),
+            Ok(reply) => Err(ClientError::Missing {
+                broker: "redis",
+                what: format!("consumer group {group} of stream {STREAM}"),
+                answer: format!(
+                    "XINFO GROUPS {STREAM} lists {} group(s), not {group}",
+                    reply.groups.len()
+                ),
+            }),
+            Err(e)
+                if e.kind() == redis::ErrorKind::ResponseError
+                    && e.to_string().contains("no such key") =>
+            {
+                Err(ClientError::Missing {
+                    broker: "redis",
+                    what: format!("stream {STREAM}"),
+                    answer: e.to_string(),
+                })
+            }
+            // Anything else (a timeout, a loading replica): the polls will say.
+            Err(_) => Ok(()),
         }
     }
 
@@ -116,8 +159,12 @@ impl Driver for Redis {
     }
 
     async fn consumer(&self, group: &str, process: u64) -> Result<Box<dyn Consumer>, ClientError> {
+        let mut con = self.connect().await?;
+        if self.drain {
+            self.source_exists(&mut con, group).await?;
+        }
         Ok(Box::new(RedisConsumer {
-            con: self.connect().await?,
+            con,
             group: group.to_string(),
             name: format!("c{process}"),
             manual_ack: self.settings.manual_ack,
