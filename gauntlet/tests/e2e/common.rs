@@ -19,13 +19,17 @@ pub fn results_dir(name: &str) -> PathBuf {
 
 pub fn run(name: &str, args: &[&str]) -> Run {
     let results = results_dir(name);
-    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let child = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
         .arg("run")
         .args(args)
         .arg("--results")
         .arg(&results)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("start gauntlet");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for gauntlet");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = stdout
@@ -39,6 +43,7 @@ pub fn run(name: &str, args: &[&str]) -> Run {
         &std::fs::read_to_string(dir.join(gauntlet_report::folder::VERDICT)).expect("verdict.json"),
     )
     .expect("verdict JSON");
+    remember_pid(&dir, pid);
     Run {
         code: out.status.code().unwrap_or(-1),
         verdict,
@@ -89,11 +94,24 @@ pub fn labelled_runs() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The `gauntlet run` process that made each run folder: its pid ends the run id.
+static RUN_PIDS: std::sync::Mutex<Vec<(PathBuf, u32)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes that the run in `dir` was made by process `pid` ([`no_leftovers`]).
+pub fn remember_pid(dir: &Path, pid: u32) {
+    if let Ok(mut pids) = RUN_PIDS.lock() {
+        pids.push((dir.to_path_buf(), pid));
+    }
+}
+
 pub fn no_leftovers(dir: &Path) {
-    // The run id is the results folder's scenario/timestamp; check by label that nothing of ours remains.
+    // The run id is `<scenario>-<stamp>-<pid>` (harness/src/run/mod.rs): the
+    // scenario and stamp are the results folder's, the pid is the `gauntlet run`
+    // process's. Check by label that nothing of this run remains. Without the
+    // pid (a folder this file did not run), `<scenario>-<stamp>` alone, which
+    // another run of the same scenario started in the same second also matches
+    // (other tests run beside this one).
     let text = labelled_runs();
-    // `<scenario>-<stamp>`, as the run id starts: the stamp alone can match another
-    // run started in the same second (other test processes on the same machine).
     let name = |p: Option<&Path>| {
         p.and_then(|p| p.file_name())
             .and_then(|s| s.to_str())
@@ -110,10 +128,18 @@ pub fn no_leftovers(dir: &Path) {
             }
         })
         .collect();
+    let pid = RUN_PIDS
+        .lock()
+        .ok()
+        .and_then(|p| p.iter().rev().find(|(d, _)| d == dir).map(|(_, pid)| *pid));
     let stamp = format!("{scenario}-{}", name(Some(dir)));
+    let ours = |label: &str| match pid {
+        Some(pid) => label == format!("{stamp}-{pid}"),
+        None => label.contains(&stamp),
+    };
     assert!(
-        !text.lines().any(|l| l.contains(&stamp)),
-        "containers of run {stamp} left behind: {text}"
+        !text.lines().any(ours),
+        "containers of run {stamp} (process {pid:?}) left behind: {text}"
     );
 }
 

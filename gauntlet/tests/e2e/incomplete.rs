@@ -121,6 +121,7 @@ fn ctrl_c_mid_run_writes_an_interrupted_verdict_and_exits_130() {
         "the run went on after Ctrl-C: client ops span {span:.1} s, Ctrl-C came {into_run:.1} s after the first op"
     );
     let dir = run_folder(&stdout, &seen);
+    remember_pid(&dir, child.id());
     let verdict: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("verdict.json")).expect("verdict.json"),
     )
@@ -251,6 +252,7 @@ fn a_full_disk_stops_the_run_and_its_verdict_is_unknown_never_invalid() {
     assert!(stdout.contains("verdict: UNKNOWN"), "{stdout}");
     assert!(stdout.contains("not judged"), "{stdout}");
     let dir = run_folder(&stdout, &stderr);
+    remember_pid(&dir, child.id());
     // The history on disk is a prefix of the run: it reads (a cut-off last line
     // is left out) and holds sends.
     let check = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
