@@ -121,3 +121,44 @@ where
         }
     }
 }
+
+/// The final drain's driver for `broker` on `addrs`, as `gauntlet worker --drain`
+/// makes it.
+pub fn drain_driver(
+    broker: BrokerKind,
+    addrs: &[String],
+) -> std::sync::Arc<dyn gauntlet_workloads::Driver> {
+    gauntlet_workloads::driver_for(
+        broker,
+        addrs,
+        gauntlet_workloads::Delivery::default().resolve(),
+        true,
+        None,
+    )
+    .expect("a drain driver")
+}
+
+/// What the final drain's consumer of `group` finds (docs/checkers.md, "A lost
+/// stream"): `None` when it got a consumer, else the broker's answer that the
+/// group's source does not exist, confirmed 1 s later (the runs wait 10 s).
+/// `when` names the moment in a failure.
+pub async fn drain_answer(
+    driver: &dyn gauntlet_workloads::Driver,
+    group: &str,
+    when: &str,
+) -> Option<gauntlet_workloads::queue::MissingAnswer> {
+    use gauntlet_workloads::queue::{connect_drain_consumer, DrainSource};
+    let found = connect_drain_consumer(
+        driver,
+        group,
+        1,
+        Duration::from_secs(60),
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{when}: {e}"));
+    match found {
+        DrainSource::Ready(_) => None,
+        DrainSource::Missing(m) => Some(m),
+    }
+}

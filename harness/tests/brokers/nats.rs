@@ -223,29 +223,15 @@ async fn a_sync_interval_reaches_the_server_and_its_absence_keeps_the_default() 
 /// "A lost stream").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_consumer_tells_a_lost_stream() {
-    use gauntlet_workloads::queue::{connect_drain_consumer, DrainSource};
     let dep = common::launch(BrokerKind::Nats, Some(1)).await;
     let addrs = dep.addrs("client");
-    let driver = gauntlet_workloads::driver_for(
-        BrokerKind::Nats,
-        &addrs,
-        gauntlet_workloads::Delivery::default().resolve(),
-        true,
-        None,
-    )
-    .expect("a drain driver");
+    let driver = common::drain_driver(BrokerKind::Nats, &addrs);
     let groups = ["g".to_string()];
     common::retry("setup", Duration::from_secs(60), || driver.setup(&groups)).await;
-    let found = connect_drain_consumer(
-        &*driver,
-        "g",
-        1,
-        Duration::from_secs(30),
-        Duration::from_secs(1),
-    )
-    .await
-    .expect("a consumer");
-    assert!(matches!(found, DrainSource::Ready(_)), "the stream exists");
+    assert!(
+        common::drain_answer(&*driver, "g", "whole").await.is_none(),
+        "the stream exists"
+    );
 
     let urls: Vec<async_nats::ServerAddr> = addrs
         .iter()
@@ -259,18 +245,9 @@ async fn a_drain_consumer_tells_a_lost_stream() {
         .delete_stream("gauntlet")
         .await
         .expect("delete the stream");
-    let found = connect_drain_consumer(
-        &*driver,
-        "g",
-        1,
-        Duration::from_secs(30),
-        Duration::from_secs(1),
-    )
-    .await
-    .expect("an answer");
-    let DrainSource::Missing(m) = found else {
-        panic!("a deleted stream was found");
-    };
+    let m = common::drain_answer(&*driver, "g", "deleted")
+        .await
+        .expect("a deleted stream is missing");
     assert_eq!(m.what, "stream gauntlet", "{m:?}");
     assert!(m.answer.contains("10059"), "{m:?}");
     assert!(m.confirmed_after_ms >= 1000, "{m:?}");

@@ -123,26 +123,10 @@ async fn three_nodes_quorum_queue_survives_kill_of_a_node_and_a_missing_queue_is
     // The final drain's consumer takes a 404 on basic.consume as the broker's
     // answer that the queue does not exist (docs/checkers.md, "A lost stream"):
     // a group whose queue was never declared.
-    let driver = gauntlet_workloads::driver_for(
-        BrokerKind::RabbitMq,
-        &addrs,
-        gauntlet_workloads::Delivery::default().resolve(),
-        true,
-        None,
-    )
-    .expect("a drain driver");
-    let found = gauntlet_workloads::queue::connect_drain_consumer(
-        &*driver,
-        "never-declared",
-        1,
-        Duration::from_secs(60),
-        Duration::from_secs(1),
-    )
-    .await
-    .expect("an answer");
-    let gauntlet_workloads::queue::DrainSource::Missing(m) = found else {
-        panic!("a queue never declared was found");
-    };
+    let driver = common::drain_driver(BrokerKind::RabbitMq, &addrs);
+    let m = common::drain_answer(&*driver, "never-declared", "never declared")
+        .await
+        .expect("a queue never declared is missing");
     assert!(m.what.starts_with("queue "), "{m:?}");
     assert!(
         m.answer.contains("404") || m.answer.contains("NOT-FOUND"),

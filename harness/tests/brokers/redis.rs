@@ -140,37 +140,12 @@ async fn the_scenarios_appendfsync_reaches_every_node() {
 /// a stream that a producer's XADD made again without the group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_consumer_tells_a_lost_stream_and_a_lost_group() {
-    use gauntlet_workloads::queue::{connect_drain_consumer, DrainSource};
     let dep = common::launch(BrokerKind::Redis, Some(1)).await;
     let addrs = dep.addrs("client");
-    let driver = gauntlet_workloads::driver_for(
-        BrokerKind::Redis,
-        &addrs,
-        gauntlet_workloads::Delivery::default().resolve(),
-        true,
-        None,
-    )
-    .expect("a drain driver");
+    let driver = common::drain_driver(BrokerKind::Redis, &addrs);
     let groups = ["g".to_string()];
     common::retry("setup", Duration::from_secs(30), || driver.setup(&groups)).await;
-    let drain = |what: &'static str| {
-        let driver = driver.clone();
-        async move {
-            let found = connect_drain_consumer(
-                &*driver,
-                "g",
-                1,
-                Duration::from_secs(30),
-                Duration::from_secs(1),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-            match found {
-                DrainSource::Ready(_) => None,
-                DrainSource::Missing(m) => Some(m),
-            }
-        }
-    };
+    let drain = |when: &'static str| common::drain_answer(&*driver, "g", when);
     assert!(drain("whole").await.is_none(), "the stream and group exist");
 
     let mut con = common::retry("connect", Duration::from_secs(30), || conn(&addrs[0])).await;
